@@ -1,0 +1,51 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { BaseSchema } from '../db/base.entity.js';
+import { User } from './user.entity.js';
+
+/**
+ * One login: every access token carries its id (`sid`), every refresh token belongs to it. Revoking it (logout,
+ * refresh-token reuse, user deleted or suspended) makes all of its tokens fail on the next call.
+ */
+export const LoginSessionSchema = defineEntity({
+  name: 'LoginSession',
+  tableName: 'login_sessions',
+  extends: BaseSchema,
+  properties: {
+    user: () => p.manyToOne(User).index(),
+    expiresAt: p.datetime(3).columnType('timestamptz(3)'),
+    revokedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    ip: p.string().length(64).nullable(),
+    userAgent: p.string().length(512).nullable(),
+  },
+});
+export class LoginSession extends LoginSessionSchema.class {}
+LoginSessionSchema.setClass(LoginSession);
+
+/** A refresh token, stored as the SHA-256 of its value. Used once: each use rotates it. */
+export const RefreshTokenSchema = defineEntity({
+  name: 'RefreshToken',
+  tableName: 'refresh_tokens',
+  extends: BaseSchema,
+  properties: {
+    session: () => p.manyToOne(LoginSession).index(),
+    tokenHash: p.string().length(64).unique(),
+    expiresAt: p.datetime(3).columnType('timestamptz(3)'),
+    usedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+  },
+});
+export class RefreshToken extends RefreshTokenSchema.class {}
+RefreshTokenSchema.setClass(RefreshToken);
+
+/** Failed logins per (email, ip) for throttling (conventions §4). */
+export const LoginThrottleSchema = defineEntity({
+  name: 'LoginThrottle',
+  tableName: 'login_throttles',
+  properties: {
+    key: p.string().length(128).primary(),
+    failures: p.integer().default(0),
+    windowStartedAt: p.datetime(3).columnType('timestamptz(3)'),
+    lockedUntil: p.datetime(3).nullable().columnType('timestamptz(3)'),
+  },
+});
+export class LoginThrottle extends LoginThrottleSchema.class {}
+LoginThrottleSchema.setClass(LoginThrottle);

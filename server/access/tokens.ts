@@ -1,0 +1,86 @@
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import jwt from 'jsonwebtoken';
+import { AppError } from '../lib/errors.js';
+import { newId } from '../lib/ids.js';
+
+export const ACCESS_TOKEN_TTL_SECONDS = 3600;
+export const REFRESH_TOKEN_TTL_MS = 30 * 86_400_000;
+export const JWT_ISSUER = 'cloud-platform-api';
+export const JWT_AUDIENCE = 'cloud-platform-api';
+
+export interface AccessClaims {
+  sub: string;
+  org: string;
+  sid: string;
+  jti: string;
+  iat: number;
+  exp: number;
+}
+
+/** Signs and verifies access tokens. The key object is made once: verifying with a string key is much slower. */
+export class TokenService {
+  private readonly key: KeyObject;
+  constructor(secret: string) {
+    this.key = createSecretKey(Buffer.from(secret, 'utf8'));
+  }
+
+  sign(
+    claims: { sub: string; org: string; sid: string },
+    nowSeconds = Math.floor(Date.now() / 1000),
+  ): string {
+    return jwt.sign({ org: claims.org, sid: claims.sid, iat: nowSeconds }, this.key, {
+      algorithm: 'HS256',
+      expiresIn: ACCESS_TOKEN_TTL_SECONDS,
+      issuer: JWT_ISSUER,
+      audience: JWT_AUDIENCE,
+      subject: claims.sub,
+      jwtid: newId('req').replace(/^req_/, 'jti_'),
+    });
+  }
+
+  /** Throws AppError UNAUTHORIZED or TOKEN_EXPIRED. */
+  verify(token: string): AccessClaims {
+    try {
+      const payload = jwt.verify(token, this.key, {
+        algorithms: ['HS256'],
+        issuer: JWT_ISSUER,
+        audience: JWT_AUDIENCE,
+      });
+      if (
+        typeof payload !== 'object' ||
+        typeof payload.sub !== 'string' ||
+        typeof payload.org !== 'string' ||
+        typeof payload.sid !== 'string' ||
+        typeof payload.jti !== 'string'
+      ) {
+        throw new AppError('UNAUTHORIZED', 'Invalid access token');
+      }
+      return payload as AccessClaims;
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      if (err instanceof jwt.TokenExpiredError)
+        throw new AppError('TOKEN_EXPIRED', 'Access token has expired');
+      throw new AppError('UNAUTHORIZED', 'Invalid access token');
+    }
+  }
+}
+
+/**
+ * The JWT secret: the configured one, else (outside production) one generated once into DATA_DIR so that tokens
+ * survive restarts.
+ */
+export function resolveJwtSecret(configured: string | undefined, dataDir: string): string {
+  if (configured) return configured;
+  const dir = resolve(dataDir);
+  const file = join(dir, 'jwt-secret');
+  if (existsSync(file)) {
+    const s = readFileSync(file, 'utf8').trim();
+    if (Buffer.byteLength(s) >= 32) return s;
+  }
+  mkdirSync(dir, { recursive: true });
+  const secret = randomBytes(48).toString('base64url');
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
+}

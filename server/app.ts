@@ -1,0 +1,193 @@
+import { readFileSync } from 'node:fs';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
+import type { AnyTRPCProcedure } from '@trpc/server';
+import { fastifyTRPCOpenApiPlugin } from 'trpc-to-openapi';
+import scalar from '@scalar/fastify-api-reference';
+import { AppError, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
+import { newId } from './lib/ids.js';
+import { buildOpenApiDocument } from './openapi.js';
+import { appRouter } from './router.js';
+import { createHttpContext, type AppDeps, type Context } from './trpc/context.js';
+import type { ErrorData, Meta } from './trpc/init.js';
+
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+interface ErrorEnvelope {
+  success: false;
+  error: { code: ErrorCode; message: string; details?: unknown[]; request_id: string };
+}
+
+function envelope(req: FastifyRequest, code: ErrorCode, message: string, details?: unknown[]): ErrorEnvelope {
+  return { success: false, error: { code, message, ...(details ? { details } : {}), request_id: req.id } };
+}
+
+function sendError(req: FastifyRequest, reply: FastifyReply, err: AppError) {
+  if (err.retryAfter !== undefined) void reply.header('Retry-After', String(err.retryAfter));
+  if (ERROR_STATUS[err.code] === 401) void reply.header('WWW-Authenticate', 'Bearer');
+  return reply.status(ERROR_STATUS[err.code]).send(envelope(req, err.code, err.message, err.details));
+}
+
+/** Maps Fastify's own request errors (parsing, limits, content type) to the envelope of conventions §3. */
+function fastifyErrorToAppError(err: FastifyError): AppError {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        'Request bodies must be sent as Content-Type: application/json',
+      );
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('INVALID_JSON', 'Request body is not valid JSON');
+  }
+  if (err instanceof SyntaxError || err.statusCode === 400) {
+    return new AppError('INVALID_JSON', 'Request body is not valid JSON');
+  }
+  if (err.statusCode === 413)
+    return new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`);
+  if (err.statusCode === 415)
+    return new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      'Request bodies must be sent as Content-Type: application/json',
+    );
+  return new AppError('INTERNAL_ERROR', 'Internal server error', { cause: err });
+}
+
+const procedures = appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
+function metaOf(path: string | undefined): Meta | undefined {
+  return path ? (procedures[path]?._def.meta as Meta | undefined) : undefined;
+}
+
+/** Builds the HTTP server: `/v1` (REST), `/trpc`, `/v1/openapi.json`, `/docs`, `/healthz`, `/readyz`. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config } = deps;
+  const app = Fastify({
+    loggerInstance: deps.log as FastifyBaseLogger,
+    disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
+    bodyLimit: BODY_LIMIT_BYTES,
+    trustProxy: config.trustProxy,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId('req');
+    },
+    requestIdHeader: false,
+    routerOptions: { ignoreTrailingSlash: true },
+    ...(config.tls
+      ? { https: { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } }
+      : {}),
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header('X-Request-Id', req.id);
+  });
+
+  // An absent or empty JSON body is an empty object (POST /auth/logout {} and a bare POST mean the same).
+  const defaultJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (typeof body === 'string' && body.trim() === '') return done(null, {});
+    return defaultJson(req, body as string, done);
+  });
+  // Body-carrying methods sent with no body and no Content-Type are treated as `{}` rather than refused.
+  app.addHook('preValidation', async (req) => {
+    if (
+      (req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH') &&
+      req.body === undefined &&
+      !req.headers['content-type'] &&
+      !req.headers['transfer-encoding'] &&
+      (req.headers['content-length'] === undefined || req.headers['content-length'] === '0')
+    ) {
+      req.headers['content-type'] = 'application/json';
+      req.body = {};
+    }
+  });
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    const appErr = err instanceof AppError ? err : fastifyErrorToAppError(err);
+    if (appErr.code === 'INTERNAL_ERROR') req.log.error({ err }, 'unhandled error');
+    return sendError(req, reply, appErr);
+  });
+  app.setNotFoundHandler((req, reply) =>
+    sendError(req, reply, new AppError('NOT_FOUND', `No route for ${req.method} ${req.url.split('?')[0]}`)),
+  );
+
+  app.get('/healthz', async () => ({ success: true, status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    try {
+      await deps.db.orm.em.getConnection().execute('select 1');
+      const pending = await deps.db.orm.migrator.getPending();
+      if (pending.length > 0) throw new Error('migrations pending');
+      return { success: true, status: 'ready', database: deps.db.kind };
+    } catch {
+      return sendError(
+        _req,
+        reply,
+        new AppError('SERVICE_UNAVAILABLE', 'Database is unreachable or not migrated'),
+      );
+    }
+  });
+
+  const openApiDocument = buildOpenApiDocument(config.publicBaseUrl);
+  app.get('/v1/openapi.json', async () => openApiDocument);
+  await app.register(scalar, {
+    routePrefix: '/docs',
+    configuration: { url: '/v1/openapi.json', title: 'Cloud Platform API reference' },
+  });
+
+  const createContext = ({ req }: { req: FastifyRequest }): Context => createHttpContext(deps, req);
+
+  await app.register(fastifyTRPCPlugin, {
+    prefix: '/trpc',
+    trpcOptions: {
+      router: appRouter,
+      createContext,
+      onError({ error, path }: { error: Error; path?: string }) {
+        if (!(error.cause instanceof AppError) || error.cause.code === 'INTERNAL_ERROR') {
+          deps.log.debug({ err: error, path }, 'trpc error');
+        }
+      },
+      responseMeta({ ctx }: { ctx?: Context }) {
+        return { headers: ctx?.response.headers ?? {} };
+      },
+    },
+  });
+
+  // REST: `/v1/<path>` for every procedure with `meta.openapi`. Error bodies are rewritten below to the envelope.
+  await app.register(async (v1) => {
+    v1.addHook('onSend', async (req, reply, payload) => {
+      if (reply.statusCode < 400 || typeof payload !== 'string') return payload;
+      try {
+        const body = JSON.parse(payload) as { success?: boolean; data?: ErrorData; message?: string };
+        if (body.success === false) return payload;
+        const data = body.data;
+        const code: ErrorCode = data?.code ?? (reply.statusCode === 404 ? 'NOT_FOUND' : 'INTERNAL_ERROR');
+        const message = data?.message ?? (reply.statusCode === 404 ? 'Not found' : 'Internal server error');
+        return JSON.stringify(envelope(req, code, message, data?.details));
+      } catch {
+        return JSON.stringify(envelope(req, 'INTERNAL_ERROR', 'Internal server error'));
+      }
+    });
+    await v1.register(fastifyTRPCOpenApiPlugin, {
+      basePath: '/v1',
+      router: appRouter,
+      createContext,
+      maxBodySize: BODY_LIMIT_BYTES,
+      responseMeta({ ctx, paths, errors }: { ctx?: Context; paths?: string[]; errors: unknown[] }) {
+        const headers = ctx?.response.headers ?? {};
+        if (errors.length > 0) return { headers };
+        return { status: metaOf(paths?.[0])?.successStatus ?? 200, headers };
+      },
+    } as never);
+  });
+
+  return app;
+}

@@ -1,0 +1,6 @@
+import { Migration20261121000001_foundation } from './Migration20261121000001_foundation.js';
+
+/** Every migration, in order. Listed explicitly so that no file-system discovery is needed at start. */
+export const migrationsList = [
+  { name: 'Migration20261121000001_foundation', class: Migration20261121000001_foundation },
+];

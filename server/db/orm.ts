@@ -1,0 +1,100 @@
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { MikroORM, type Options } from '@mikro-orm/core';
+import { Migrator } from '@mikro-orm/migrations';
+import { PgliteDriver } from '@mikro-orm/pglite';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import type { EntityManager, AbstractSqlDriver } from '@mikro-orm/sql';
+import { PGlite } from '@electric-sql/pglite';
+import { migrationsList } from './migrations/index.js';
+
+export type Em = EntityManager<AbstractSqlDriver>;
+
+/** Runs SQL with positional parameters on whichever database is in use (pg-boss and raw queries use it). */
+export interface SqlExecutor {
+  query<T = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: T[] }>;
+}
+
+export interface Database {
+  orm: MikroORM<AbstractSqlDriver>;
+  kind: 'pglite' | 'postgresql';
+  /** The embedded instance, when running on PGlite (shared with the job queue: it has one connection). */
+  pglite: PGlite | undefined;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  databaseUrl: string | undefined;
+  /** Directory for the embedded database, or `memory://` for an in-memory one (tests). */
+  pgliteDataDir: string;
+  entities: NonNullable<Options['entities']>;
+  debug?: boolean;
+  poolMax?: number;
+}
+
+export function ormOptions(opts: DatabaseOptions, pglite?: PGlite): Partial<Options> {
+  const common: Partial<Options> = {
+    entities: opts.entities,
+    allowGlobalContext: false,
+    forceUtcTimezone: true,
+    debug: opts.debug ?? false,
+    extensions: [Migrator],
+    migrations: { migrationsList, snapshot: false, transactional: true, allOrNothing: true, silent: true },
+    // Entity metadata comes from defineEntity; no reflection or discovery cache needed.
+    metadataCache: { enabled: false },
+  };
+  if (opts.databaseUrl) {
+    return {
+      ...common,
+      driver: PostgreSqlDriver,
+      clientUrl: opts.databaseUrl,
+      pool: { min: 0, max: opts.poolMax ?? 10 },
+    } as Partial<Options>;
+  }
+  return {
+    ...common,
+    driver: PgliteDriver,
+    dbName: 'platform',
+    driverOptions: { pglite },
+  } as Partial<Options>;
+}
+
+/** Opens the database (PostgreSQL when a URL is given, embedded PGlite otherwise) and applies migrations. */
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  let pglite: PGlite | undefined;
+  if (!opts.databaseUrl) {
+    const dir = opts.pgliteDataDir;
+    if (!dir.startsWith('memory://')) mkdirSync(resolve(dir), { recursive: true });
+    pglite = await PGlite.create(dir.startsWith('memory://') ? undefined : resolve(dir));
+  }
+  const orm = (await MikroORM.init(ormOptions(opts, pglite))) as MikroORM<AbstractSqlDriver>;
+  await orm.migrator.up();
+  return {
+    orm,
+    kind: pglite ? 'pglite' : 'postgresql',
+    pglite,
+    async close() {
+      await orm.close(true);
+      if (pglite && !pglite.closed) await pglite.close();
+    },
+  };
+}
+
+export function sqlExecutor(db: Database): SqlExecutor {
+  if (db.pglite) {
+    const pg = db.pglite;
+    return {
+      async query(text, values) {
+        const r = await pg.query(text, values ?? []);
+        return { rows: r.rows as never[] };
+      },
+    };
+  }
+  const conn = db.orm.em.getConnection();
+  return {
+    async query(text, values) {
+      const rows = await conn.execute(text, values ?? [], 'all');
+      return { rows: rows as never[] };
+    },
+  };
+}

@@ -1,0 +1,8 @@
+import { Organization } from './access/organization.entity.js';
+import { User } from './access/user.entity.js';
+import { LoginSession, LoginThrottle, RefreshToken } from './access/session.entity.js';
+import { Event } from './events/event.entity.js';
+import { BaseSchema } from './db/base.entity.js';
+
+/** Every entity the ORM knows. Modules add theirs here. */
+export const entities = [BaseSchema, Organization, User, LoginSession, RefreshToken, LoginThrottle, Event];

@@ -1,0 +1,20 @@
+/** Every event name of platform-api.md (Events). */
+export const EVENT_TYPES = [
+  'user.created',
+  'user.updated',
+  'user.deleted',
+  'user.login',
+  'vpn.connected',
+  'vpn.disconnected',
+  'vpn.server.created',
+  'vpn.server.deleted',
+  'database.created',
+  'database.updated',
+  'database.deleted',
+  'database.backup.completed',
+  'billing.invoice.created',
+  'billing.invoice.paid',
+  'billing.invoice.failed',
+  'billing.subscription.updated',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];

@@ -1,0 +1,35 @@
+import { randomBytes } from 'node:crypto';
+
+/** Resource prefixes of platform-api.md plus `org`, `evt`, `req`, and internal ones. */
+export type IdPrefix =
+  | 'org'
+  | 'usr'
+  | 'ses'
+  | 'evt'
+  | 'req'
+  | 'vpn'
+  | 'srv'
+  | 'site'
+  | 'dep'
+  | 'db'
+  | 'backup'
+  | 'sub'
+  | 'inv'
+  | 'pm'
+  | 'wh'
+  | 'del';
+
+const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+
+/** `<prefix>_<20 base36 chars>`: 20 × log2(36) ≈ 103 random bits. */
+export function newId(prefix: IdPrefix): string {
+  const bytes = randomBytes(20);
+  let out = '';
+  for (const b of bytes) out += ALPHABET[b % 36];
+  return `${prefix}_${out}`;
+}
+
+/** True when `id` looks like one of ours with this prefix; anything else can only be "not found". */
+export function isId(prefix: IdPrefix, id: string): boolean {
+  return id.length <= 64 && id.startsWith(`${prefix}_`) && /^[a-z0-9]+$/.test(id.slice(prefix.length + 1));
+}

@@ -1,0 +1,84 @@
+/** Plan constants (platform-api.md, Limits): the only place they are written down. */
+export const PLAN_IDS = ['starter', 'pro', 'enterprise'] as const;
+export type PlanId = (typeof PLAN_IDS)[number];
+
+export type Limit = number | 'unlimited';
+
+export interface PlanDefinition {
+  id: PlanId;
+  name: string;
+  price: number;
+  currency: 'usd';
+  interval: 'month';
+  popular: boolean;
+  features: {
+    vpn_connections: Limit;
+    databases: Limit;
+    hosting_sites: Limit;
+    api_calls: Limit;
+    support: 'community' | 'priority' | 'dedicated';
+    sso?: boolean;
+    advanced_security?: boolean;
+  };
+}
+
+export const PLANS: Record<PlanId, PlanDefinition> = {
+  starter: {
+    id: 'starter',
+    name: 'Starter',
+    price: 29,
+    currency: 'usd',
+    interval: 'month',
+    popular: false,
+    features: {
+      vpn_connections: 10,
+      databases: 2,
+      hosting_sites: 5,
+      api_calls: 10_000,
+      support: 'community',
+    },
+  },
+  pro: {
+    id: 'pro',
+    name: 'Pro',
+    price: 79,
+    currency: 'usd',
+    interval: 'month',
+    popular: true,
+    features: {
+      vpn_connections: 50,
+      databases: 10,
+      hosting_sites: 25,
+      api_calls: 100_000,
+      support: 'priority',
+    },
+  },
+  enterprise: {
+    id: 'enterprise',
+    name: 'Enterprise',
+    price: 199,
+    currency: 'usd',
+    interval: 'month',
+    popular: false,
+    features: {
+      vpn_connections: 'unlimited',
+      databases: 'unlimited',
+      hosting_sites: 'unlimited',
+      api_calls: 'unlimited',
+      support: 'dedicated',
+      sso: true,
+      advanced_security: true,
+    },
+  },
+};
+
+export const DEFAULT_PLAN: PlanId = 'starter';
+
+/** The numeric limit of a plan feature; Infinity for `unlimited`. */
+export function planLimit(
+  plan: PlanId,
+  feature: 'vpn_connections' | 'databases' | 'hosting_sites' | 'api_calls',
+): number {
+  const v = PLANS[plan].features[feature];
+  return v === 'unlimited' ? Number.POSITIVE_INFINITY : v;
+}

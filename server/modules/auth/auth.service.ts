@@ -1,0 +1,282 @@
+import bcrypt from 'bcryptjs';
+import { Organization } from '../../access/organization.entity.js';
+import { LoginSession, RefreshToken } from '../../access/session.entity.js';
+import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS } from '../../access/tokens.js';
+import { User } from '../../access/user.entity.js';
+import type { Em } from '../../db/orm.js';
+import { recordEvent } from '../../events/record-event.js';
+import { randomToken, sha256Hex } from '../../lib/crypto.js';
+import { AppError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { DEFAULT_PLAN } from '../../lib/plans.js';
+import type { AppDeps, Context } from '../../trpc/context.js';
+import { toUserSummaryDto } from '../users/users.dto.js';
+import type {
+  TLoginInput,
+  TLoginOutput,
+  TRefreshInput,
+  TRefreshOutput,
+  TRegisterInput,
+} from './auth.schema.js';
+
+export const LOGIN_MAX_FAILURES = 10;
+export const LOGIN_LOCK_MS = 15 * 60_000;
+
+const INVALID_LOGIN = () => new AppError('INVALID_CREDENTIALS', 'Invalid email or password');
+const INVALID_REFRESH = () => new AppError('INVALID_CREDENTIALS', 'Invalid or expired refresh token');
+
+/** A hash to compare against when the email is unknown, so both failures take the same time. */
+const dummyHashes = new Map<number, string>();
+function dummyHash(cost: number): string {
+  let h = dummyHashes.get(cost);
+  if (!h) {
+    h = bcrypt.hashSync('not-a-real-password-0123456789', cost);
+    dummyHashes.set(cost, h);
+  }
+  return h;
+}
+
+export function hashPassword(deps: AppDeps, password: string): Promise<string> {
+  return bcrypt.hash(password, deps.config.bcryptCost);
+}
+
+function throttleKey(email: string, ip: string): string {
+  return sha256Hex(`${email.toLowerCase()}|${ip}`);
+}
+
+async function assertNotThrottled(ctx: Context, key: string): Promise<void> {
+  const now = ctx.deps.clock.now();
+  const rows = await ctx.em.execute<{ locked_until: Date | null }[]>(
+    'select locked_until from login_throttles where key = ?',
+    [key],
+  );
+  const lockedUntil = rows[0]?.locked_until ? new Date(rows[0].locked_until) : null;
+  if (lockedUntil && lockedUntil > now) {
+    throw new AppError('TOO_MANY_LOGIN_ATTEMPTS', 'Too many failed login attempts; try again later', {
+      retryAfter: Math.max(1, Math.ceil((lockedUntil.getTime() - now.getTime()) / 1000)),
+    });
+  }
+}
+
+/** Counts a failure atomically (two processes may see the same email); locks after the tenth in a window. */
+async function recordFailure(ctx: Context, key: string): Promise<void> {
+  const now = ctx.deps.clock.now();
+  const windowStart = new Date(now.getTime() - LOGIN_LOCK_MS);
+  const lockUntil = new Date(now.getTime() + LOGIN_LOCK_MS);
+  await ctx.em.execute(
+    `insert into login_throttles (key, failures, window_started_at, locked_until) values (?, 1, ?, null)
+     on conflict (key) do update set
+       failures = case when login_throttles.window_started_at < ? then 1 else login_throttles.failures + 1 end,
+       window_started_at = case when login_throttles.window_started_at < ? then excluded.window_started_at
+                                else login_throttles.window_started_at end,
+       locked_until = case when login_throttles.window_started_at >= ? and login_throttles.failures + 1 >= ?
+                           then ?::timestamptz else null end`,
+    [key, now, windowStart, windowStart, windowStart, LOGIN_MAX_FAILURES, lockUntil],
+  );
+}
+
+/** Opens a login session and issues its first token pair. Runs inside the caller's unit of work. */
+function issueSession(ctx: Context, user: User): { access: string; refresh: string } {
+  const now = ctx.deps.clock.now();
+  const session = ctx.em.create(LoginSession, {
+    id: newId('ses'),
+    user,
+    expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS),
+    revokedAt: null,
+    ip: ctx.ip,
+    userAgent: ctx.userAgent ?? null,
+  });
+  const refresh = newRefreshToken(ctx, session, now);
+  const access = ctx.deps.tokens.sign(
+    { sub: user.id, org: user.organization.id, sid: session.id },
+    Math.floor(now.getTime() / 1000),
+  );
+  return { access, refresh };
+}
+
+function newRefreshToken(ctx: Context, session: LoginSession, now: Date): string {
+  const value = randomToken('rt_', 256);
+  ctx.em.create(RefreshToken, {
+    id: newId('ses').replace(/^ses_/, 'rtk_'),
+    session,
+    tokenHash: sha256Hex(value),
+    expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS),
+    usedAt: null,
+  });
+  return value;
+}
+
+function tokenResponse(tokens: { access: string; refresh: string }) {
+  return {
+    success: true as const,
+    token: tokens.access,
+    refresh_token: tokens.refresh,
+    token_type: 'Bearer' as const,
+    expires_in: ACCESS_TOKEN_TTL_SECONDS,
+  };
+}
+
+export async function login(ctx: Context, input: TLoginInput): Promise<TLoginOutput> {
+  const email = input.email.toLowerCase();
+  const key = throttleKey(email, ctx.ip);
+  await assertNotThrottled(ctx, key);
+
+  const user = await ctx.em.findOne(
+    User,
+    { email, deletedAt: null },
+    { populate: ['passwordHash', 'organization'] },
+  );
+  // bcrypt runs outside any transaction, and also for unknown emails so that timing does not tell them apart.
+  const ok = await bcrypt.compare(
+    input.password,
+    user?.passwordHash ?? dummyHash(ctx.deps.config.bcryptCost),
+  );
+  if (!user || !user.passwordHash || !ok || user.status !== 'active') {
+    await recordFailure(ctx, key);
+    throw INVALID_LOGIN();
+  }
+
+  const now = ctx.deps.clock.now();
+  const tokens = await ctx.em.transactional(async (em) => {
+    await em.execute('delete from login_throttles where key = ?', [key]);
+    user.lastLogin = now;
+    const t = issueSession({ ...ctx, em }, user);
+    recordEvent(em, 'user.login', toUserSummaryDto(user), user.organization.id, now);
+    return t;
+  });
+  return { ...tokenResponse(tokens), user: toUserSummaryDto(user) };
+}
+
+export async function refresh(ctx: Context, input: TRefreshInput): Promise<TRefreshOutput> {
+  if (!input.refresh_token.startsWith('rt_')) throw INVALID_REFRESH();
+  const now = ctx.deps.clock.now();
+  const hash = sha256Hex(input.refresh_token);
+  const result = await ctx.em.transactional(async (em) => {
+    const token = await em.findOne(
+      RefreshToken,
+      { tokenHash: hash },
+      { populate: ['session.user.organization'] },
+    );
+    if (!token) return { error: INVALID_REFRESH() };
+    const session = token.session;
+    const user = session.user;
+    // Claim the token atomically: of two concurrent uses, exactly one wins; the other is a reuse.
+    const claimed = await em.nativeUpdate(RefreshToken, { id: token.id, usedAt: null }, { usedAt: now });
+    if (claimed === 0) {
+      // Reuse of a rotated token: someone else holds this session's chain. Revoke all of it.
+      await em.nativeUpdate(LoginSession, { id: session.id, revokedAt: null }, { revokedAt: now });
+      return { error: INVALID_REFRESH() };
+    }
+    if (
+      session.revokedAt ||
+      token.expiresAt <= now ||
+      session.expiresAt <= now ||
+      user.deletedAt ||
+      user.status !== 'active'
+    ) {
+      return { error: INVALID_REFRESH() };
+    }
+    session.expiresAt = new Date(now.getTime() + REFRESH_TOKEN_TTL_MS);
+    const refreshValue = newRefreshToken({ ...ctx, em }, session, now);
+    const access = ctx.deps.tokens.sign(
+      { sub: user.id, org: user.organization.id, sid: session.id },
+      Math.floor(now.getTime() / 1000),
+    );
+    return { tokens: { access, refresh: refreshValue } };
+  });
+  // Errors are returned, not thrown, so that the reuse revocation above commits.
+  if ('error' in result) throw result.error;
+  return tokenResponse(result.tokens!);
+}
+
+export async function logout(ctx: Context): Promise<{ success: true; message: string }> {
+  const now = ctx.deps.clock.now();
+  await ctx.em.nativeUpdate(LoginSession, { id: ctx.actor!.sessionId }, { revokedAt: now });
+  return { success: true, message: 'Logged out: this access token and its refresh token are revoked' };
+}
+
+export async function me(ctx: Context) {
+  const user = await ctx.em.findOneOrFail(User, { id: ctx.actor!.userId }, { populate: ['organization'] });
+  return { success: true as const, user: toUserSummaryDto(user) };
+}
+
+/** Creates an organization on the starter plan with this user as its owner; does not log in. */
+export async function createOrganizationWithOwner(
+  deps: AppDeps,
+  em: Em,
+  input: { email: string; password: string; name: string; organizationName: string },
+): Promise<User> {
+  const email = input.email.toLowerCase();
+  const passwordHash = await hashPassword(deps, input.password);
+  const now = deps.clock.now();
+  return em.transactional(async (tx) => {
+    const existing = await tx.count(User, { email });
+    if (existing > 0) throw new AppError('CONFLICT', 'A user with this email already exists');
+    const org = tx.create(Organization, {
+      id: newId('org'),
+      name: input.organizationName,
+      plan: DEFAULT_PLAN,
+    });
+    const user = tx.create(User, {
+      id: newId('usr'),
+      organization: org,
+      email,
+      name: input.name,
+      passwordHash,
+      role: 'owner',
+      status: 'active',
+      permissions: [],
+      twoFactorEnabled: false,
+      lastLogin: null,
+      avatarUrl: null,
+      timezone: null,
+      language: null,
+      deletedAt: null,
+    });
+    recordEvent(tx, 'user.created', toUserSummaryDto(user), org.id, now);
+    return user;
+  });
+}
+
+export async function register(ctx: Context, input: TRegisterInput): Promise<TLoginOutput> {
+  if (!ctx.deps.config.signupEnabled) throw new AppError('FORBIDDEN', 'Sign-up is disabled on this server');
+  const user = await createOrganizationWithOwner(ctx.deps, ctx.em, {
+    email: input.email,
+    password: input.password,
+    name: input.name,
+    organizationName: input.organization_name,
+  });
+  const now = ctx.deps.clock.now();
+  const tokens = await ctx.em.transactional(async (em) => {
+    const u = await em.findOneOrFail(User, user.id, { populate: ['organization'] });
+    u.lastLogin = now;
+    return issueSession({ ...ctx, em }, u);
+  });
+  ctx.response.headers.Location = `${ctx.deps.config.publicBaseUrl}/v1/users/${user.id}`;
+  return { ...tokenResponse(tokens), user: toUserSummaryDto(user) };
+}
+
+/** `OWNER_*` bootstrap at start: creates the organization and owner when the email is unknown. Idempotent. */
+export async function bootstrapOwner(deps: AppDeps): Promise<void> {
+  const owner = deps.config.owner;
+  if (!owner) return;
+  const em = deps.db.orm.em.fork();
+  if ((await em.count(User, { email: owner.email })) > 0) return;
+  try {
+    await createOrganizationWithOwner(deps, em, owner);
+    deps.log.info({ email: owner.email }, 'created owner account from OWNER_EMAIL');
+  } catch (err) {
+    // Another process started at the same moment and created it first.
+    if (err instanceof AppError && err.code === 'CONFLICT') return;
+    throw err;
+  }
+}
+
+/** Deletes login sessions that expired or were revoked more than a day ago (a recurring job). */
+export async function purgeExpiredSessions(deps: AppDeps): Promise<number> {
+  const em = deps.db.orm.em.fork();
+  const cutoff = new Date(deps.clock.now().getTime() - 86_400_000);
+  return em.nativeDelete(LoginSession, {
+    $or: [{ expiresAt: { $lt: cutoff } }, { revokedAt: { $lt: cutoff } }],
+  });
+}

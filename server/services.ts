@@ -1,0 +1,49 @@
+import { resolve } from 'node:path';
+import pino from 'pino';
+import { TokenService, resolveJwtSecret } from './access/tokens.js';
+import type { Config } from './config.js';
+import { openDatabase } from './db/orm.js';
+import { entities } from './entities.js';
+import { defineJobs } from './jobs.js';
+import { createJobQueue } from './jobs/queue.js';
+import { systemClock, type Clock } from './lib/time.js';
+import { bootstrapOwner } from './modules/auth/auth.service.js';
+import type { AppDeps, Logger } from './trpc/context.js';
+
+export interface StartOptions {
+  clock?: Clock;
+  log?: Logger;
+  /** Overrides the embedded database directory (tests use `memory://`). */
+  pgliteDataDir?: string;
+  /** Start the job workers (default true). */
+  startJobs?: boolean;
+}
+
+export function createLogger(config: Config): Logger {
+  return pino({
+    level: config.logLevel,
+    redact: ['req.headers.authorization', 'password', '*.password', '*.refresh_token', '*.token'],
+  });
+}
+
+/** Config → database (migrated) → tokens → jobs → owner bootstrap. What main.ts and the tests both run. */
+export async function startServices(config: Config, opts: StartOptions = {}): Promise<AppDeps> {
+  const log = opts.log ?? createLogger(config);
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    pgliteDataDir: opts.pgliteDataDir ?? resolve(config.dataDir, 'pglite'),
+    entities,
+  });
+  const tokens = new TokenService(resolveJwtSecret(config.jwtSecret, config.dataDir));
+  const jobs = createJobQueue(db, log);
+  const deps: AppDeps = { config, db, tokens, jobs, clock: opts.clock ?? systemClock, log };
+  defineJobs(jobs, deps);
+  if (opts.startJobs !== false) await jobs.start();
+  await bootstrapOwner(deps);
+  return deps;
+}
+
+export async function stopServices(deps: AppDeps): Promise<void> {
+  await deps.jobs.stop();
+  await deps.db.close();
+}

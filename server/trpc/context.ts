@@ -1,0 +1,94 @@
+import type { FastifyRequest } from 'fastify';
+import type { Logger as PinoLogger } from 'pino';
+import type { Actor } from '../access/actor.js';
+import type { TokenService } from '../access/tokens.js';
+import type { Config } from '../config.js';
+import type { Em, Database } from '../db/orm.js';
+import type { JobQueue } from '../jobs/queue.js';
+import type { Clock } from '../lib/time.js';
+import { newId } from '../lib/ids.js';
+
+/** What every request, job or test shares: built once at start, passed down explicitly. */
+export interface AppDeps {
+  config: Config;
+  db: Database;
+  tokens: TokenService;
+  jobs: JobQueue;
+  clock: Clock;
+  log: Logger;
+}
+
+/** The process logger (pino, shared with Fastify). */
+export type Logger = PinoLogger;
+
+/** Headers a procedure adds to its response (`Location`, `Retry-After`, ...); applied by responseMeta. */
+export interface ResponseMeta {
+  headers: Record<string, string>;
+}
+
+export interface Context {
+  deps: AppDeps;
+  /** One EntityManager per request, forked from the global one. */
+  em: Em;
+  requestId: string;
+  ip: string;
+  userAgent: string | undefined;
+  /** True when the request may use /auth/* under the HTTPS rule (conventions §4). */
+  secureTransport: boolean;
+  bearer: string | undefined;
+  /** Set by authedProcedure. */
+  actor?: Actor;
+  response: ResponseMeta;
+}
+
+const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
+
+export function isSecureTransport(req: FastifyRequest, config: Config): boolean {
+  if (req.protocol === 'https' && !config.trustProxy) return true;
+  if ((req.raw.socket as { encrypted?: boolean }).encrypted) return true;
+  if (config.trustProxy) {
+    const proto = String(req.headers['x-forwarded-proto'] ?? '')
+      .split(',')[0]!
+      .trim()
+      .toLowerCase();
+    if (proto === 'https') return true;
+  }
+  if (!config.isProduction && LOOPBACK.test(req.socket.remoteAddress ?? '')) return true;
+  return false;
+}
+
+export function bearerFrom(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1] : '';
+}
+
+export function createHttpContext(deps: AppDeps, req: FastifyRequest): Context {
+  return {
+    deps,
+    em: deps.db.orm.em.fork(),
+    requestId: req.id,
+    ip: req.ip,
+    userAgent: req.headers['user-agent']?.slice(0, 512),
+    secureTransport: isSecureTransport(req, deps.config),
+    bearer: bearerFrom(req.headers.authorization),
+    response: { headers: {} },
+  };
+}
+
+/** A context for in-process calls (tests, scripts): no transport, so the HTTPS rule is satisfied. */
+export function createInProcessContext(
+  deps: AppDeps,
+  opts: { token?: string; ip?: string; userAgent?: string } = {},
+): Context {
+  return {
+    deps,
+    em: deps.db.orm.em.fork(),
+    requestId: newId('req'),
+    ip: opts.ip ?? '127.0.0.1',
+    userAgent: opts.userAgent,
+    secureTransport: true,
+    bearer: opts.token,
+    response: { headers: {} },
+  };
+}

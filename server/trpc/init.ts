@@ -1,0 +1,146 @@
+import { initTRPC, TRPCError } from '@trpc/server';
+import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
+import type { OpenApiMeta } from 'trpc-to-openapi';
+import { ZodError } from 'zod';
+import { NotFoundError, UniqueConstraintViolationException, ConnectionException } from '@mikro-orm/core';
+import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../lib/errors.js';
+import type { Permission } from '../access/permissions.js';
+import type { Context } from './context.js';
+
+export interface AppMeta {
+  [key: string]: unknown;
+  /** Who may call: set by the base procedures, read by the security-table tests and the OpenAPI post-processing. */
+  auth?: 'public' | 'user' | 'permission';
+  permission?: Permission;
+  /** Success status other than 200 (conventions §2). */
+  successStatus?: 201 | 202;
+}
+export type Meta = OpenApiMeta<AppMeta>;
+
+const TRPC_CODE: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
+  VALIDATION_ERROR: 'BAD_REQUEST',
+  INVALID_JSON: 'BAD_REQUEST',
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  TOKEN_EXPIRED: 'UNAUTHORIZED',
+  INVALID_CREDENTIALS: 'UNAUTHORIZED',
+  PLAN_LIMIT_EXCEEDED: 'PAYMENT_REQUIRED',
+  FORBIDDEN: 'FORBIDDEN',
+  HTTPS_REQUIRED: 'FORBIDDEN',
+  NOT_FOUND: 'NOT_FOUND',
+  CONFLICT: 'CONFLICT',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  IDEMPOTENCY_KEY_REUSED: 'UNPROCESSABLE_CONTENT',
+  RATE_LIMITED: 'TOO_MANY_REQUESTS',
+  QUOTA_EXCEEDED: 'TOO_MANY_REQUESTS',
+  TOO_MANY_LOGIN_ATTEMPTS: 'TOO_MANY_REQUESTS',
+  INTERNAL_ERROR: 'INTERNAL_SERVER_ERROR',
+  SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
+};
+
+/** Which app code a bare TRPCError (thrown by tRPC or the REST adapter itself) stands for. */
+const FROM_TRPC_CODE: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
+  PARSE_ERROR: 'INVALID_JSON',
+  BAD_REQUEST: 'VALIDATION_ERROR',
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  FORBIDDEN: 'FORBIDDEN',
+  NOT_FOUND: 'NOT_FOUND',
+  METHOD_NOT_SUPPORTED: 'NOT_FOUND',
+  CONFLICT: 'CONFLICT',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  TOO_MANY_REQUESTS: 'RATE_LIMITED',
+  PAYMENT_REQUIRED: 'PLAN_LIMIT_EXCEEDED',
+  UNPROCESSABLE_CONTENT: 'IDEMPOTENCY_KEY_REUSED',
+  SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
+};
+
+/** Turns anything a procedure threw into an AppError. Unknown errors become a generic INTERNAL_ERROR. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof TRPCError) {
+    if (err.cause instanceof AppError) return err.cause;
+    if (err.cause instanceof ZodError) return zodToAppError(err.cause);
+    const code = FROM_TRPC_CODE[err.code];
+    if (code === 'INVALID_JSON') return new AppError(code, 'Request body is not valid JSON');
+    if (code === 'UNSUPPORTED_MEDIA_TYPE')
+      return new AppError(code, 'Request bodies must be sent as Content-Type: application/json');
+    if (code) return new AppError(code, err.message || 'Request failed', { cause: err });
+    if (err.cause && err.cause !== err) return toAppError(err.cause);
+    return new AppError('INTERNAL_ERROR', 'Internal server error', { cause: err });
+  }
+  if (err instanceof ZodError) return zodToAppError(err);
+  if (err instanceof NotFoundError) return new AppError('NOT_FOUND', 'Resource not found', { cause: err });
+  if (err instanceof UniqueConstraintViolationException)
+    return new AppError('CONFLICT', 'A resource with the same unique value already exists', { cause: err });
+  if (err instanceof ConnectionException)
+    return new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { cause: err });
+  return new AppError('INTERNAL_ERROR', 'Internal server error', { cause: err });
+}
+
+export function zodToAppError(err: ZodError): AppError {
+  const details: ErrorDetail[] = [];
+  for (const issue of err.issues) {
+    const base = issue.path.map(String);
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys)
+        details.push({ path: [...base, key].join('.'), message: 'Unknown field' });
+    } else {
+      details.push({ path: base.join('.'), message: issue.message });
+    }
+  }
+  const first = details[0] as { path: string; message: string } | undefined;
+  const message = first
+    ? `Invalid request: ${first.path ? `${first.path}: ` : ''}${first.message}`
+    : 'Invalid request';
+  return new AppError('VALIDATION_ERROR', message, { details });
+}
+
+export interface ErrorData {
+  /** Our error code (conventions §3). */
+  code: ErrorCode;
+  httpStatus: number;
+  message: string;
+  details?: ErrorDetail[];
+  request_id?: string;
+  retry_after?: number;
+}
+
+const t = initTRPC
+  .context<Context>()
+  .meta<Meta>()
+  .create({
+    // Never a stack trace, SQL or driver message: the shape carries only what toAppError decided to expose.
+    errorFormatter({ shape, error, ctx }) {
+      const app = toAppError(error);
+      const data: ErrorData = {
+        code: app.code,
+        httpStatus: ERROR_STATUS[app.code],
+        message: app.message,
+        ...(app.details ? { details: app.details } : {}),
+        ...(ctx?.requestId ? { request_id: ctx.requestId } : {}),
+        ...(app.retryAfter !== undefined ? { retry_after: app.retryAfter } : {}),
+      };
+      return { message: app.message, code: shape.code, data };
+    },
+  });
+
+export const router = t.router;
+export const middleware = t.middleware;
+export const baseProcedure = t.procedure;
+export const createCallerFactory = t.createCallerFactory;
+
+/** Converts every thrown error into a TRPCError whose code gives the right HTTP status. */
+export const errorMiddleware = t.middleware(async ({ next, ctx }) => {
+  const result = await next();
+  if (!result.ok) {
+    const app = toAppError(result.error);
+    if (app.code === 'INTERNAL_ERROR' || app.code === 'SERVICE_UNAVAILABLE') {
+      ctx.deps.log.error({ err: app.cause ?? result.error, requestId: ctx.requestId }, 'request failed');
+    }
+    if (app.retryAfter !== undefined) ctx.response.headers['Retry-After'] = String(app.retryAfter);
+    if (ERROR_STATUS[app.code] === 401) ctx.response.headers['WWW-Authenticate'] = 'Bearer';
+    throw new TRPCError({ code: TRPC_CODE[app.code], message: app.message, cause: app });
+  }
+  return result;
+});

@@ -1,0 +1,39 @@
+import { loadActor, type Actor } from '../access/actor.js';
+import type { Permission } from '../access/permissions.js';
+import { AppError } from '../lib/errors.js';
+import { baseProcedure, errorMiddleware, middleware } from './init.js';
+
+/** Anyone may call. Errors are converted to the one envelope here. */
+export const publicProcedure = baseProcedure.use(errorMiddleware).meta({ auth: 'public' });
+
+/** `/auth/*` endpoints: refused over plain HTTP (conventions §4, HTTPS rule). */
+export const authEndpointProcedure = publicProcedure.use(({ ctx, next }) => {
+  if (!ctx.secureTransport) {
+    throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
+  }
+  return next();
+});
+
+const requireActor = middleware(async ({ ctx, next }) => {
+  const actor = await loadActor(ctx.em, ctx.deps.tokens, ctx.bearer);
+  return next({ ctx: { ...ctx, actor } });
+});
+
+/** A signed-in, active user of an organization: `ctx.actor` is set. */
+export const authedProcedure = publicProcedure.use(requireActor).meta({ auth: 'user' });
+
+/** `/auth/me`, `/auth/logout`: HTTPS rule first, then a valid token. */
+export const authedAuthEndpointProcedure = authEndpointProcedure.use(requireActor).meta({ auth: 'user' });
+
+/** Authed, and the caller holds `permission` (role defaults plus grants; `admin` implies the other levels). */
+export function requirePermission(permission: Permission) {
+  return authedProcedure
+    .use(({ ctx, next }) => {
+      const actor = ctx.actor as Actor;
+      if (!actor.permissions.has(permission)) {
+        throw new AppError('FORBIDDEN', `This action requires the ${permission} permission`);
+      }
+      return next();
+    })
+    .meta({ auth: 'permission', permission });
+}

@@ -1,0 +1,24 @@
+import { loadConfig, type Config } from '../../server/config.js';
+
+/**
+ * The suite runs on the embedded PGlite (in memory) by default and on PostgreSQL when DATABASE_URL is set.
+ * Tests use a low bcrypt cost and a short provisioning delay; everything else is the documented default.
+ */
+export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
+  return loadConfig({
+    NODE_ENV: 'test',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: process.env.TEST_DATA_DIR ?? '.data-test',
+    DATABASE_URL: process.env.DATABASE_URL,
+    JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789',
+    BCRYPT_COST: '4',
+    PROVISIONING_DELAY_MS: '200',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_RETRY_SCHEDULE: '200ms,400ms',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...overrides,
+  });
+}
+
+export const usingPostgres = Boolean(process.env.DATABASE_URL);

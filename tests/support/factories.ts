@@ -1,0 +1,94 @@
+import { randomBytes } from 'node:crypto';
+import { Organization } from '../../server/access/organization.entity.js';
+import { User, type Role } from '../../server/access/user.entity.js';
+import type { Permission } from '../../server/access/permissions.js';
+import { createOrganizationWithOwner, hashPassword, login } from '../../server/modules/auth/auth.service.js';
+import { createInProcessContext, type AppDeps } from '../../server/trpc/context.js';
+import { newId } from '../../server/lib/ids.js';
+import type { PlanId } from '../../server/lib/plans.js';
+
+export const DEFAULT_PASSWORD = 'correct-horse-battery';
+
+export function uniqueEmail(label = 'user'): string {
+  return `${label}-${randomBytes(6).toString('hex')}@example.test`;
+}
+
+export interface TestUser {
+  id: string;
+  email: string;
+  password: string;
+  organizationId: string;
+  role: Role;
+  token: string;
+  refreshToken: string;
+}
+
+async function loginAs(deps: AppDeps, email: string, password: string) {
+  const ctx = createInProcessContext(deps);
+  return login(ctx, { email, password });
+}
+
+/** A new organization (on `plan`) with its owner, logged in. */
+export async function createOrg(
+  deps: AppDeps,
+  opts: { plan?: PlanId; name?: string } = {},
+): Promise<TestUser> {
+  const email = uniqueEmail('owner');
+  const em = deps.db.orm.em.fork();
+  const user = await createOrganizationWithOwner(deps, em, {
+    email,
+    password: DEFAULT_PASSWORD,
+    name: 'Test Owner',
+    organizationName: opts.name ?? 'Test Org',
+  });
+  if (opts.plan && opts.plan !== 'starter') {
+    await em.nativeUpdate(Organization, { id: user.organization.id }, { plan: opts.plan });
+  }
+  const res = await loginAs(deps, email, DEFAULT_PASSWORD);
+  return {
+    id: user.id,
+    email,
+    password: DEFAULT_PASSWORD,
+    organizationId: user.organization.id,
+    role: 'owner',
+    token: res.token,
+    refreshToken: res.refresh_token,
+  };
+}
+
+/** An active user of `organizationId` with `role` and extra grants, logged in. */
+export async function createUser(
+  deps: AppDeps,
+  organizationId: string,
+  opts: { role?: Exclude<Role, 'owner'>; permissions?: Permission[]; name?: string } = {},
+): Promise<TestUser> {
+  const email = uniqueEmail(opts.role ?? 'member');
+  const em = deps.db.orm.em.fork();
+  const user = em.create(User, {
+    id: newId('usr'),
+    organization: em.getReference(Organization, organizationId),
+    email,
+    name: opts.name ?? 'Test User',
+    passwordHash: await hashPassword(deps, DEFAULT_PASSWORD),
+    role: opts.role ?? 'member',
+    status: 'active',
+    permissions: opts.permissions ?? [],
+    twoFactorEnabled: false,
+    lastLogin: null,
+    avatarUrl: null,
+    timezone: null,
+    language: null,
+    deletedAt: null,
+  });
+  await em.flush();
+  const res = await loginAs(deps, email, DEFAULT_PASSWORD);
+  return {
+    id: user.id,
+    email,
+    password: DEFAULT_PASSWORD,
+    organizationId,
+    role: user.role,
+    token: res.token,
+    refreshToken: res.refresh_token,
+  };
+}

@@ -1,0 +1,66 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../server/app.js';
+import type { Config } from '../../server/config.js';
+import { startServices, stopServices } from '../../server/services.js';
+import { createCallerFactory } from '../../server/trpc/init.js';
+import { createInProcessContext, type AppDeps } from '../../server/trpc/context.js';
+import { appRouter } from '../../server/router.js';
+import type { Clock } from '../../server/lib/time.js';
+import { testConfig } from './env.js';
+
+export interface TestServer {
+  deps: AppDeps;
+  app: FastifyInstance;
+  baseUrl: string;
+  /** An in-process caller with a real context, as the given bearer token. */
+  caller(
+    token?: string,
+    opts?: { ip?: string },
+  ): ReturnType<ReturnType<typeof createCallerFactory<typeof appRouter>>>;
+  close(): Promise<void>;
+}
+
+const createCaller = createCallerFactory(appRouter);
+
+export async function startTestServer(
+  opts: {
+    config?: Config;
+    env?: Record<string, string | undefined>;
+    clock?: Clock;
+    startJobs?: boolean;
+  } = {},
+): Promise<TestServer> {
+  const config = opts.config ?? testConfig(opts.env);
+  const deps = await startServices(config, {
+    pgliteDataDir: config.databaseUrl ? undefined : 'memory://',
+    clock: opts.clock,
+    startJobs: opts.startJobs,
+  });
+  const app = await buildApp(deps);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    deps,
+    app,
+    baseUrl: `http://127.0.0.1:${port}`,
+    caller: (token, o = {}) => createCaller(createInProcessContext(deps, { token, ip: o.ip })),
+    async close() {
+      await app.close();
+      await stopServices(deps);
+    },
+  };
+}
+
+let shared: Promise<TestServer> | undefined;
+
+/** One server for the whole run (tests make their own data, so they can share it). Closed by the root hook. */
+export function sharedServer(): Promise<TestServer> {
+  shared ??= startTestServer();
+  return shared;
+}
+
+export async function closeSharedServer(): Promise<void> {
+  if (shared) await (await shared).close();
+  shared = undefined;
+}
