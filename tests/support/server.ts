@@ -21,6 +21,7 @@ export interface TestServer {
 }
 
 const createCaller = createCallerFactory(appRouter);
+export type Caller = ReturnType<typeof createCaller>;
 
 export async function startTestServer(
   opts: {
