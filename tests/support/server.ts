@@ -13,10 +13,7 @@ export interface TestServer {
   app: FastifyInstance;
   baseUrl: string;
   /** An in-process caller with a real context, as the given bearer token. */
-  caller(
-    token?: string,
-    opts?: { ip?: string },
-  ): ReturnType<ReturnType<typeof createCallerFactory<typeof appRouter>>>;
+  caller(token?: string, opts?: { ip?: string }): Caller;
   close(): Promise<void>;
 }
 
