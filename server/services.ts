@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import pino from 'pino';
+import { ApiUsage } from './access/api-usage.js';
 import { TokenService, resolveJwtSecret } from './access/tokens.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
@@ -36,14 +37,18 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   });
   const tokens = new TokenService(resolveJwtSecret(config.jwtSecret, config.dataDir));
   const jobs = createJobQueue(db, log);
-  const deps: AppDeps = { config, db, tokens, jobs, clock: opts.clock ?? systemClock, log };
+  const clock = opts.clock ?? systemClock;
+  const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst);
+  const deps: AppDeps = { config, db, tokens, jobs, clock, log, apiUsage };
   defineJobs(jobs, deps);
   if (opts.startJobs !== false) await jobs.start();
   await bootstrapOwner(deps);
+  apiUsage.start();
   return deps;
 }
 
 export async function stopServices(deps: AppDeps): Promise<void> {
+  await deps.apiUsage.stop();
   await deps.jobs.stop();
   await deps.db.close();
 }

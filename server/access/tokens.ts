@@ -40,13 +40,14 @@ export class TokenService {
     });
   }
 
-  /** Throws AppError UNAUTHORIZED or TOKEN_EXPIRED. */
-  verify(token: string): AccessClaims {
+  /** Throws AppError UNAUTHORIZED or TOKEN_EXPIRED. `now` is the clock expiry is checked against. */
+  verify(token: string, now: Date = new Date()): AccessClaims {
     try {
       const payload = jwt.verify(token, this.key, {
         algorithms: ['HS256'],
         issuer: JWT_ISSUER,
         audience: JWT_AUDIENCE,
+        clockTimestamp: Math.floor(now.getTime() / 1000),
       });
       if (
         typeof payload !== 'object' ||

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import type { Actor } from '../access/actor.js';
+import type { ApiUsage } from '../access/api-usage.js';
 import type { TokenService } from '../access/tokens.js';
 import type { Config } from '../config.js';
 import type { Em, Database } from '../db/orm.js';
@@ -16,6 +17,8 @@ export interface AppDeps {
   jobs: JobQueue;
   clock: Clock;
   log: Logger;
+  /** API call counters, monthly quota and burst limit (conventions §7). */
+  apiUsage: ApiUsage;
 }
 
 /** The process logger (pino, shared with Fastify). */

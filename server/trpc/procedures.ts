@@ -1,4 +1,5 @@
-import { loadActor, type Actor } from '../access/actor.js';
+import { loadActorForClaims, verifyBearer, type Actor } from '../access/actor.js';
+import { rateLimitHeaders, rateLimitedError } from '../access/api-usage.js';
 import type { Permission } from '../access/permissions.js';
 import { AppError } from '../lib/errors.js';
 import { baseProcedure, errorMiddleware, middleware } from './init.js';
@@ -14,8 +15,19 @@ export const authEndpointProcedure = publicProcedure.use(({ ctx, next }) => {
   return next();
 });
 
+/**
+ * Token → burst limit (memory, before any query) → user, organization and session (one query) → monthly quota.
+ * Every authenticated response carries the burst headers, 429s included.
+ */
 const requireActor = middleware(async ({ ctx, next }) => {
-  const actor = await loadActor(ctx.em, ctx.deps.tokens, ctx.bearer);
+  const { tokens, apiUsage, clock } = ctx.deps;
+  const now = clock.now();
+  const claims = verifyBearer(tokens, ctx.bearer, now);
+  const burst = await apiUsage.consumeBurst(claims.sid, claims.org, claims.sub);
+  Object.assign(ctx.response.headers, rateLimitHeaders(burst));
+  if (!burst.allowed) throw rateLimitedError(burst);
+  const actor = await loadActorForClaims(ctx.em, claims, now);
+  await apiUsage.admit(actor.organizationId, actor.userId, actor.plan);
   return next({ ctx: { ...ctx, actor } });
 });
 

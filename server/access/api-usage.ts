@@ -1,0 +1,344 @@
+import type { Logger } from 'pino';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Database, Em } from '../db/orm.js';
+import { AppError } from '../lib/errors.js';
+import { planLimit, type PlanId } from '../lib/plans.js';
+import type { Clock } from '../lib/time.js';
+
+/** Burst window of conventions §7: `RATE_LIMIT_BURST` requests per this many seconds, per login session. */
+export const BURST_WINDOW_SECONDS = 10;
+/** Counters are written to `api_calls_daily` this often (and at shutdown), never once per request. */
+export const USAGE_FLUSH_INTERVAL_MS = 5_000;
+/** How stale an organization's monthly total read from the database may get (other processes count too). */
+const QUOTA_RELOAD_MS = 30_000;
+/** An organization's cached monthly total is dropped after this long without a request. */
+const QUOTA_IDLE_MS = 10 * 60_000;
+
+/** The burst budget after one request, for the `RateLimit-Policy` and `RateLimit` headers. */
+export interface BurstState {
+  /** False when the budget was already spent: answer 429 RATE_LIMITED. */
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the window resets (≥ 1). */
+  resetSeconds: number;
+}
+
+export function rateLimitedError(b: BurstState): AppError {
+  return new AppError(
+    'RATE_LIMITED',
+    `Rate limit of ${b.limit} requests per ${BURST_WINDOW_SECONDS} seconds exceeded; retry after ${b.resetSeconds} s`,
+    { retryAfter: b.resetSeconds },
+  );
+}
+
+/** `RateLimit-Policy` and `RateLimit` in the structured-field form of the IETF httpapi ratelimit-headers draft. */
+export function rateLimitHeaders(b: BurstState): Record<string, string> {
+  return {
+    'RateLimit-Policy': `"burst";q=${b.limit};w=${BURST_WINDOW_SECONDS}`,
+    RateLimit: `"burst";r=${b.remaining};t=${b.resetSeconds}`,
+  };
+}
+
+interface DayCount {
+  organizationId: string;
+  userId: string;
+  day: string;
+  calls: number;
+  limited: number;
+}
+
+interface OrgMonth {
+  month: string;
+  /** The organization's calls this month as last read from the database, plus local calls flushed since. */
+  stored: number;
+  /** Local calls of this month not yet flushed. */
+  unflushed: number;
+  loadedAt: number;
+  usedAt: number;
+}
+
+const utcDay = (d: Date) => d.toISOString().slice(0, 10);
+const utcMonth = (d: Date) => d.toISOString().slice(0, 7);
+const monthStartDay = (d: Date) => `${utcMonth(d)}-01`;
+function nextMonthStart(d: Date): Date {
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1));
+}
+
+/** In-memory counters of each process, found from any EntityManager of its database (see apiCallsSince). */
+const registry = new WeakMap<object, ApiUsage>();
+
+/**
+ * API calls per organization, user and UTC day (billing usage, `activity.api_calls_30d`), the monthly quota of the
+ * plan, and the per-session burst limit (conventions §7).
+ *
+ * Requests only touch memory: counters are flushed with one upsert every few seconds and at shutdown. The monthly
+ * total of an organization is read from the database on its first request and every 30 s after, so that several
+ * processes sharing a database converge on the same total; between reads a process may overshoot the quota by what
+ * the others counted meanwhile.
+ */
+export class ApiUsage {
+  private pending = new Map<string, DayCount>();
+  private readonly orgs = new Map<string, OrgMonth>();
+  private readonly loading = new Map<string, Promise<OrgMonth>>();
+  private readonly burst: RateLimiterMemory;
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    readonly burstLimit: number,
+  ) {
+    // rate-limiter-flexible's memory store: a fixed 10 s window per key with expiring records.
+    this.burst = new RateLimiterMemory({ points: burstLimit, duration: BURST_WINDOW_SECONDS });
+    registry.set(db.orm.em.getDriver(), this);
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => void this.flush(), USAGE_FLUSH_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and writes what is still counted in memory. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.flush();
+  }
+
+  /**
+   * Takes one request from the burst budget of a login session. A refused request (`allowed: false`) is counted as a
+   * rate-limit hit of its organization.
+   */
+  async consumeBurst(sessionId: string, organizationId: string, userId: string): Promise<BurstState> {
+    try {
+      return this.burstState(await this.burst.consume(sessionId), true);
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      this.count(organizationId, userId, 0, 1);
+      return this.burstState(err, false);
+    }
+  }
+
+  private burstState(res: RateLimiterRes, allowed: boolean): BurstState {
+    return {
+      allowed,
+      limit: this.burstLimit,
+      remaining: res.remainingPoints,
+      resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+    };
+  }
+
+  /**
+   * Counts one authenticated request against the monthly quota of the organization's plan. Throws QUOTA_EXCEEDED
+   * (Retry-After: until the calendar month ends, UTC) when the quota is used up; refused requests do not count.
+   */
+  async admit(organizationId: string, userId: string, plan: PlanId): Promise<void> {
+    const limit = planLimit(plan, 'api_calls');
+    if (limit === Number.POSITIVE_INFINITY) {
+      this.recordApiCall(organizationId, userId);
+      return;
+    }
+    const now = this.clock.now();
+    const state = await this.orgMonth(organizationId, now);
+    if (state.stored + state.unflushed >= limit) {
+      this.count(organizationId, userId, 0, 1);
+      const retryAfter = Math.max(1, Math.ceil((nextMonthStart(now).getTime() - now.getTime()) / 1000));
+      throw new AppError(
+        'QUOTA_EXCEEDED',
+        `Monthly API quota of the ${plan} plan (${limit} calls) is used up until the period ends`,
+        { retryAfter },
+      );
+    }
+    this.recordApiCall(organizationId, userId);
+  }
+
+  /** Counts one API call (memory only; flushed later). */
+  recordApiCall(organizationId: string, userId: string): void {
+    this.count(organizationId, userId, 1, 0);
+  }
+
+  private count(organizationId: string, userId: string, calls: number, limited: number): void {
+    const now = this.clock.now();
+    const day = utcDay(now);
+    const key = `${organizationId}|${userId}|${day}`;
+    const entry = this.pending.get(key);
+    if (entry) {
+      entry.calls += calls;
+      entry.limited += limited;
+    } else {
+      this.pending.set(key, { organizationId, userId, day, calls, limited });
+    }
+    const org = this.orgs.get(organizationId);
+    if (org && org.month === utcMonth(now)) {
+      org.unflushed += calls;
+      org.usedAt = now.getTime();
+    }
+  }
+
+  private async orgMonth(organizationId: string, now: Date): Promise<OrgMonth> {
+    const month = utcMonth(now);
+    const cached = this.orgs.get(organizationId);
+    if (cached && cached.month === month) return cached;
+    let loading = this.loading.get(organizationId);
+    if (!loading) {
+      loading = (async () => {
+        const stored = await this.monthTotalFromDb(organizationId, now);
+        const state: OrgMonth = {
+          month,
+          stored,
+          unflushed: 0,
+          loadedAt: now.getTime(),
+          usedAt: now.getTime(),
+        };
+        // Calls of this month counted locally but not flushed yet are not in `stored`.
+        for (const e of this.pending.values()) {
+          if (e.organizationId === organizationId && e.day.startsWith(month)) state.unflushed += e.calls;
+        }
+        this.orgs.set(organizationId, state);
+        return state;
+      })().finally(() => this.loading.delete(organizationId));
+      this.loading.set(organizationId, loading);
+    }
+    return loading;
+  }
+
+  private async monthTotalFromDb(organizationId: string, now: Date): Promise<number> {
+    const rows = await this.db.orm.em
+      .fork()
+      .execute<{ total: string | number | null }[]>(
+        'select sum("count") as total from api_calls_daily where organization_id = ? and day >= ?::date',
+        [organizationId, monthStartDay(now)],
+      );
+    return Number(rows[0]?.total ?? 0);
+  }
+
+  /** In-memory (not yet flushed) counts matching a filter; apiCallsSince adds them to the stored ones. */
+  unflushedSince(filter: { organizationId: string; userId?: string; sinceDay: string }): {
+    calls: number;
+    limited: number;
+  } {
+    let calls = 0;
+    let limited = 0;
+    for (const e of this.pending.values()) {
+      if (e.organizationId !== filter.organizationId || e.day < filter.sinceDay) continue;
+      if (filter.userId !== undefined && e.userId !== filter.userId) continue;
+      calls += e.calls;
+      limited += e.limited;
+    }
+    return { calls, limited };
+  }
+
+  /** Writes the counters with one atomic upsert, then refreshes stale monthly totals. Serialised. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing
+      .then(() => this.flushNow())
+      .catch((err: unknown) => {
+        this.log.error({ err }, 'could not write API usage counters; will retry');
+      });
+    return this.flushing;
+  }
+
+  private async flushNow(): Promise<void> {
+    const batch = [...this.pending.values()];
+    const nowMs = this.clock.now().getTime();
+    if (batch.length > 0) {
+      this.pending = new Map();
+      // What is being written moves from `unflushed` to `stored`, so totals stay exact while it is written.
+      const moved: [OrgMonth, number][] = [];
+      for (const e of batch) {
+        const state = this.orgs.get(e.organizationId);
+        if (!state || !e.day.startsWith(state.month)) continue;
+        state.unflushed -= e.calls;
+        state.stored += e.calls;
+        moved.push([state, e.calls]);
+      }
+      try {
+        await this.write(batch);
+      } catch (err) {
+        for (const e of batch) {
+          const key = `${e.organizationId}|${e.userId}|${e.day}`;
+          const cur = this.pending.get(key);
+          if (cur) {
+            cur.calls += e.calls;
+            cur.limited += e.limited;
+          } else this.pending.set(key, e);
+        }
+        for (const [state, n] of moved) {
+          state.unflushed += n;
+          state.stored -= n;
+        }
+        throw err;
+      }
+    }
+    // Only here (nothing of ours is being written) can a fresh total replace `stored` without double counting.
+    for (const [orgId, state] of this.orgs) {
+      if (nowMs - state.usedAt > QUOTA_IDLE_MS) {
+        this.orgs.delete(orgId);
+        continue;
+      }
+      if (nowMs - state.loadedAt < QUOTA_RELOAD_MS) continue;
+      const now = this.clock.now();
+      if (utcMonth(now) !== state.month) {
+        this.orgs.delete(orgId);
+        continue;
+      }
+      state.stored = await this.monthTotalFromDb(orgId, now);
+      state.loadedAt = now.getTime();
+    }
+  }
+
+  private async write(batch: DayCount[]): Promise<void> {
+    const CHUNK = 500;
+    for (let i = 0; i < batch.length; i += CHUNK) {
+      const part = batch.slice(i, i + CHUNK);
+      const values = part.map(() => '(?, ?, ?::date, ?, ?)').join(', ');
+      const params = part.flatMap((e) => [e.organizationId, e.userId, e.day, e.calls, e.limited]);
+      await this.db.orm.em.fork().execute(
+        `insert into api_calls_daily (organization_id, user_id, day, "count", rate_limited) values ${values}
+         on conflict (organization_id, day, user_id) do update set
+           "count" = api_calls_daily."count" + excluded."count",
+           rate_limited = api_calls_daily.rate_limited + excluded.rate_limited`,
+        params,
+      );
+    }
+  }
+}
+
+/**
+ * API usage of an organization (or one of its users) from the UTC day of `since` on: stored counters plus those
+ * still in memory. `calls` are the requests served; `rateLimited` the ones refused with 429.
+ */
+export async function apiUsageSince(
+  em: Em,
+  filter: { organizationId: string; userId?: string; since: Date },
+): Promise<{ calls: number; rateLimited: number }> {
+  const sinceDay = utcDay(filter.since);
+  const params: unknown[] = [filter.organizationId, sinceDay];
+  let sql =
+    'select coalesce(sum("count"), 0) as calls, coalesce(sum(rate_limited), 0) as limited from api_calls_daily where organization_id = ? and day >= ?::date';
+  if (filter.userId !== undefined) {
+    sql += ' and user_id = ?';
+    params.push(filter.userId);
+  }
+  const rows = await em.execute<{ calls: string | number; limited: string | number }[]>(sql, params);
+  const local = registry.get(em.getDriver())?.unflushedSince({
+    organizationId: filter.organizationId,
+    userId: filter.userId,
+    sinceDay,
+  }) ?? { calls: 0, limited: 0 };
+  return {
+    calls: Number(rows[0]?.calls ?? 0) + local.calls,
+    rateLimited: Number(rows[0]?.limited ?? 0) + local.limited,
+  };
+}
+
+/** API calls of an organization (or one user) from the UTC day of `since` on (users' `activity.api_calls_30d`). */
+export async function apiCallsSince(
+  em: Em,
+  filter: { organizationId: string; userId?: string; since: Date },
+): Promise<number> {
+  return (await apiUsageSince(em, filter)).calls;
+}

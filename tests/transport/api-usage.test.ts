@@ -1,0 +1,42 @@
+import { expect } from 'chai';
+import { apiCallsSince, apiUsageSince } from '../../server/access/api-usage.js';
+import { http } from '../support/http.js';
+import { sharedServer, type TestServer } from '../support/server.js';
+import { createOrg, createUser } from '../support/factories.js';
+
+describe('API call counting', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await sharedServer();
+  });
+
+  it('counts every authenticated request per organization and user, before and after the flush', async () => {
+    const owner = await createOrg(s.deps);
+    const member = await createUser(s.deps, owner.organizationId);
+    const since = new Date(s.deps.clock.now().getTime() - 30 * 86_400_000);
+    for (let i = 0; i < 3; i++) await http(s.baseUrl, 'GET', '/v1/auth/me', { token: owner.token });
+    await s.caller(member.token).auth.me();
+    const em = s.deps.db.orm.em.fork();
+    expect(await apiCallsSince(em, { organizationId: owner.organizationId, since })).to.equal(4);
+    expect(
+      await apiCallsSince(em, { organizationId: owner.organizationId, userId: member.id, since }),
+    ).to.equal(1);
+
+    await s.deps.apiUsage.flush();
+    const rows = await em.execute<{ user_id: string; count: number }[]>(
+      'select user_id, "count" from api_calls_daily where organization_id = ? order by "count" desc',
+      [owner.organizationId],
+    );
+    expect(rows.map((r) => [r.user_id, Number(r.count)])).to.deep.equal([
+      [owner.id, 3],
+      [member.id, 1],
+    ]);
+    expect(await apiCallsSince(em, { organizationId: owner.organizationId, since })).to.equal(4);
+
+    // Unauthenticated and refused requests are not API calls.
+    await http(s.baseUrl, 'GET', '/v1/auth/me', { token: 'nope' });
+    await http(s.baseUrl, 'GET', '/v1/auth/me', { token: owner.token });
+    const usage = await apiUsageSince(em, { organizationId: owner.organizationId, since });
+    expect(usage).to.deep.equal({ calls: 5, rateLimited: 0 });
+  });
+});
