@@ -2,7 +2,8 @@ import { loadConfig, type Config } from '../../server/config.js';
 
 /**
  * The suite runs on the embedded PGlite (in memory) by default and on PostgreSQL when DATABASE_URL is set.
- * Tests use a low bcrypt cost and a short provisioning delay; everything else is the documented default.
+ * Tests use a low bcrypt cost, a short provisioning delay and a burst limit that a test's loop of calls with one token
+ * does not reach (tests of the limit start their own server); everything else is the documented default.
  */
 export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
   return loadConfig({
@@ -16,6 +17,7 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     PROVISIONING_DELAY_MS: '200',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     WEBHOOK_RETRY_SCHEDULE: '200ms,400ms',
+    RATE_LIMIT_BURST: '10000',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...overrides,
   });
