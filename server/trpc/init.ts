@@ -5,13 +5,16 @@ import { ZodError } from 'zod';
 import { NotFoundError, UniqueConstraintViolationException, ConnectionException } from '@mikro-orm/core';
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../lib/errors.js';
 import type { Permission } from '../access/permissions.js';
+import type { Role } from '../access/user.entity.js';
 import type { Context } from './context.js';
 
 export interface AppMeta {
   [key: string]: unknown;
   /** Who may call: set by the base procedures, read by the security-table tests and the OpenAPI post-processing. */
-  auth?: 'public' | 'user' | 'permission';
+  auth?: 'public' | 'user' | 'permission' | 'role';
   permission?: Permission;
+  /** With `auth: 'role'`: the roles that may call (e.g. webhooks: owner and admin, conventions §5). */
+  roles?: readonly Role[];
   /** Success status other than 200 (conventions §2). */
   successStatus?: 201 | 202;
 }

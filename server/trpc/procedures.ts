@@ -1,6 +1,7 @@
 import { loadActorForClaims, verifyBearer, type Actor } from '../access/actor.js';
 import { rateLimitHeaders, rateLimitedError } from '../access/api-usage.js';
 import type { Permission } from '../access/permissions.js';
+import type { Role } from '../access/user.entity.js';
 import { AppError } from '../lib/errors.js';
 import { baseProcedure, errorMiddleware, middleware } from './init.js';
 
@@ -48,4 +49,20 @@ export function requirePermission(permission: Permission) {
       return next();
     })
     .meta({ auth: 'permission', permission });
+}
+
+/**
+ * Authed, and the caller's role is one of `roles`. For resources that no permission string covers (the permission
+ * resources are fixed by the contract): webhooks are owner/admin only (conventions §5).
+ */
+export function requireRole(...roles: Role[]) {
+  return authedProcedure
+    .use(({ ctx, next }) => {
+      const actor = ctx.actor as Actor;
+      if (!roles.includes(actor.role)) {
+        throw new AppError('FORBIDDEN', `This action is reserved to the roles: ${roles.join(', ')}`);
+      }
+      return next();
+    })
+    .meta({ auth: 'role', roles });
 }
