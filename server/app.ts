@@ -89,6 +89,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (req, reply) => {
     void reply.header('X-Request-Id', req.id);
+    // Media types are case-insensitive; the REST adapter compares them as written.
+    const ct = req.headers['content-type'];
+    if (ct !== undefined) req.headers['content-type'] = ct.toLowerCase();
   });
 
   // An absent or empty JSON body is an empty object (POST /auth/logout {} and a bare POST mean the same).
