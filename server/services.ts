@@ -8,6 +8,7 @@ import { entities } from './entities.js';
 import { defineJobs } from './jobs.js';
 import { createJobQueue } from './jobs/queue.js';
 import { systemClock, type Clock } from './lib/time.js';
+import { LogMailDriver, type MailDriver } from './mail/mail-driver.js';
 import { bootstrapOwner } from './modules/auth/auth.service.js';
 import type { AppDeps, Logger } from './trpc/context.js';
 
@@ -18,6 +19,8 @@ export interface StartOptions {
   pgliteDataDir?: string;
   /** Start the job workers (default true). */
   startJobs?: boolean;
+  /** Outgoing mail; the log driver by default. */
+  mail?: MailDriver;
 }
 
 export function createLogger(config: Config): Logger {
@@ -39,7 +42,8 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   const jobs = createJobQueue(db, log);
   const clock = opts.clock ?? systemClock;
   const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst);
-  const deps: AppDeps = { config, db, tokens, jobs, clock, log, apiUsage };
+  const mail = opts.mail ?? new LogMailDriver(log);
+  const deps: AppDeps = { config, db, tokens, jobs, clock, log, apiUsage, mail };
   defineJobs(jobs, deps);
   if (opts.startJobs !== false) await jobs.start();
   await bootstrapOwner(deps);

@@ -6,6 +6,7 @@ import type { TokenService } from '../access/tokens.js';
 import type { Config } from '../config.js';
 import type { Em, Database } from '../db/orm.js';
 import type { JobQueue } from '../jobs/queue.js';
+import type { MailDriver } from '../mail/mail-driver.js';
 import type { Clock } from '../lib/time.js';
 import { newId } from '../lib/ids.js';
 
@@ -19,6 +20,8 @@ export interface AppDeps {
   log: Logger;
   /** API call counters, monthly quota and burst limit (conventions §7). */
   apiUsage: ApiUsage;
+  /** Outgoing mail (invitations). The default driver writes messages to the log. */
+  mail: MailDriver;
 }
 
 /** The process logger (pino, shared with Fastify). */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Organization } from '../../server/access/organization.entity.js';
 import { User, type Role } from '../../server/access/user.entity.js';
-import type { Permission } from '../../server/access/permissions.js';
+import { initialPermissions, type Permission } from '../../server/access/permissions.js';
 import { createOrganizationWithOwner, hashPassword, login } from '../../server/modules/auth/auth.service.js';
 import { createInProcessContext, type AppDeps } from '../../server/trpc/context.js';
 import { newId } from '../../server/lib/ids.js';
@@ -72,7 +72,7 @@ export async function createUser(
     passwordHash: await hashPassword(deps, DEFAULT_PASSWORD),
     role: opts.role ?? 'member',
     status: 'active',
-    permissions: opts.permissions ?? [],
+    permissions: initialPermissions(opts.role ?? 'member', opts.permissions ?? []),
     twoFactorEnabled: false,
     lastLogin: null,
     avatarUrl: null,
