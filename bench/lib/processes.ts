@@ -1,0 +1,135 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (bench/lib/ is two levels below it). */
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** A server running in a child process, so that its memory and CPU are its own. */
+export interface ServerHandle {
+  name: string;
+  baseUrl: string;
+  pid: number;
+  /** Milliseconds from spawn to the first successful health check. */
+  startMs: number;
+  /** Resident set size now, and its peak so far, in MB (from /proc). */
+  rssMb(): number | null;
+  peakRssMb(): number | null;
+  /** Lines the process wrote at level warn or above (pino JSON with level ≥ 40) or to stderr. */
+  warnings(): string[];
+  /** SIGTERM, then SIGKILL after 15 s. Resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+function procStatusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+const MAX_KEPT_LINES = 200;
+
+/**
+ * Starts `script` (a TypeScript file, relative to the repository root) on this process's Node with tsx loaded in
+ * the same process (no wrapper process), with exactly `env` plus PATH and HOME, and waits until `healthPath` answers
+ * 200.
+ */
+export async function startServerProcess(opts: {
+  name: string;
+  script: string;
+  port: number;
+  env: Record<string, string>;
+  healthPath?: string;
+  timeoutMs?: number;
+}): Promise<ServerHandle> {
+  const started = performance.now();
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', opts.script], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const warnings: string[] = [];
+  const keep = (line: string, fromStderr: boolean) => {
+    if (!line.trim()) return;
+    output.push(line);
+    if (output.length > MAX_KEPT_LINES) output.shift();
+    let level = fromStderr ? 50 : 0;
+    try {
+      level = Math.max(level, Number((JSON.parse(line) as { level?: number }).level ?? 0));
+    } catch {
+      // Not a pino line.
+    }
+    if (level >= 40 && warnings.length < MAX_KEPT_LINES) warnings.push(line);
+  };
+  const split = (fromStderr: boolean) => {
+    let rest = '';
+    return (chunk: Buffer) => {
+      const lines = (rest + chunk.toString('utf8')).split('\n');
+      rest = lines.pop() ?? '';
+      for (const l of lines) keep(l, fromStderr);
+    };
+  };
+  child.stdout!.on('data', split(false));
+  child.stderr!.on('data', split(true));
+  const exited = new Promise<number | null>((ok) => child.once('exit', (code) => ok(code)));
+  let hasExited = false;
+  void exited.then(() => (hasExited = true));
+
+  const baseUrl = `http://127.0.0.1:${opts.port}`;
+  const deadline = started + (opts.timeoutMs ?? 90_000);
+  for (;;) {
+    if (hasExited) {
+      throw new Error(`${opts.name} exited during start:\n${output.slice(-30).join('\n')}`);
+    }
+    if (performance.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(
+        `${opts.name} did not answer ${opts.healthPath ?? '/healthz'} in time:\n${output.slice(-30).join('\n')}`,
+      );
+    }
+    try {
+      const res = await fetch(`${baseUrl}${opts.healthPath ?? '/healthz'}`);
+      if (res.ok) break;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const startMs = performance.now() - started;
+  const pid = child.pid!;
+  return {
+    name: opts.name,
+    baseUrl,
+    pid,
+    startMs,
+    rssMb: () => procStatusMb(pid, 'VmRSS'),
+    peakRssMb: () => procStatusMb(pid, 'VmHWM'),
+    warnings: () => [...warnings],
+    async stop() {
+      if (hasExited) return exited;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
