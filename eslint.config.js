@@ -2,7 +2,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'client-sdk/dist/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'data/**',
+      '.data-test*/**',
+      'coverage/**',
+      'bench/results/**',
+      'client-sdk/dist/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
