@@ -3,6 +3,16 @@ import { User } from './access/user.entity.js';
 import { LoginSession, LoginThrottle, RefreshToken } from './access/session.entity.js';
 import { Event } from './events/event.entity.js';
 import { BaseSchema } from './db/base.entity.js';
+import { UserInvitation } from './modules/users/user-invitation.entity.js';
 
 /** Every entity the ORM knows. Modules add theirs here. */
-export const entities = [BaseSchema, Organization, User, LoginSession, RefreshToken, LoginThrottle, Event];
+export const entities = [
+  BaseSchema,
+  Organization,
+  User,
+  LoginSession,
+  RefreshToken,
+  LoginThrottle,
+  Event,
+  UserInvitation,
+];

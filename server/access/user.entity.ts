@@ -13,19 +13,26 @@ export const UserSchema = defineEntity({
   extends: BaseSchema,
   properties: {
     organization: () => p.manyToOne(Organization).index(),
-    /** Lower-cased; unique across the platform because login is by email alone. */
-    email: p.string().length(320).unique(),
+    /**
+     * Lower-cased; unique across the platform among users not deleted (a partial unique index, migration 10),
+     * because login is by email alone. A deleted user's email can be invited again.
+     */
+    email: p.string().length(320),
     name: p.string().length(200),
     passwordHash: p.string().nullable().hidden().lazy(),
     role: p.enum(ROLES),
     status: p.enum(USER_STATUSES).default('active'),
-    /** Explicit grants beyond the role's defaults, as `<resource>:<level>` strings. */
+    /**
+     * The user's permission set, `<resource>:<level>` strings in canonical form (access/permissions.ts): initialised
+     * from the role's defaults, changed grant by grant. Ignored for the owner, who holds everything.
+     */
     permissions: p.array().default([]),
     twoFactorEnabled: p.boolean().default(false),
     lastLogin: p.datetime(3).nullable().columnType('timestamptz(3)'),
     avatarUrl: p.string().length(2048).nullable(),
     timezone: p.string().length(64).nullable(),
     language: p.string().length(16).nullable(),
+    /** Set when the user is removed from the organization; such a user is not found anywhere. */
     deletedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
   },
 });

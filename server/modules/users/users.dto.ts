@@ -1,23 +1,87 @@
 import { z } from 'zod';
-import { effectivePermissions } from '../../access/permissions.js';
+import {
+  effectivePermissions,
+  normalizePermissions,
+  OBJECT_FORM_LEVELS,
+  OBJECT_FORM_RESOURCES,
+  type PermissionObject,
+} from '../../access/permissions.js';
+import type { ActivityCounter } from '../../access/owned-resources.js';
 import { ROLES, USER_STATUSES, type User } from '../../access/user.entity.js';
 import { iso } from '../../lib/time.js';
 
-export const ZUserSummary = z
-  .object({
-    id: z.string().describe('User id, `usr_…`'),
-    email: z.string().describe('Email address (lower case)'),
-    name: z.string(),
-    role: z.enum(ROLES).describe('`owner`, `admin` or `member`'),
-    status: z.enum(USER_STATUSES),
-    organization_id: z.string().describe('Organization id, `org_…`'),
-    permissions: z.array(z.string()).describe('Effective permissions, `<resource>:<level>`'),
-    two_factor_enabled: z.boolean(),
-    last_login: z.string().nullable().describe('ISO 8601 UTC, null before the first login'),
-    created_at: z.string(),
-  })
-  .meta({ id: 'UserSummary' });
+/** Shown when the user has not chosen a time zone or language. */
+export const DEFAULT_TIMEZONE = 'UTC';
+export const DEFAULT_LANGUAGE = 'en';
+
+const summaryShape = {
+  id: z.string().describe('User id, `usr_…`'),
+  email: z.string().describe('Email address (lower case)'),
+  name: z.string(),
+  role: z.enum(ROLES).describe('`owner` (one per organization), `admin` or `member`'),
+  status: z
+    .enum(USER_STATUSES)
+    .describe('`invited` until the invitation is accepted, then `active`; `suspended` users cannot sign in'),
+  organization_id: z.string().describe('Organization id, `org_…`'),
+  permissions: z
+    .array(z.string())
+    .describe(
+      'Effective permissions, `<resource>:<level>`; a `<resource>:admin` grant is listed with the read, write and ' +
+        'delete levels it implies. The owner holds every permission.',
+    ),
+  two_factor_enabled: z.boolean(),
+  last_login: z.string().nullable().describe('ISO 8601 UTC, null before the first login'),
+  created_at: z.string(),
+};
+
+/** The list view of a user (and the `user` of login, register and /auth/me). */
+export const ZUserSummary = z.object(summaryShape).meta({ id: 'UserSummary' });
 export type TUserSummary = z.infer<typeof ZUserSummary>;
+
+export const ZUserProfile = z
+  .object({
+    avatar_url: z.string().nullable().describe('URL of the avatar image, or null'),
+    timezone: z.string().describe(`IANA time zone, e.g. \`Europe/Paris\` (default \`${DEFAULT_TIMEZONE}\`)`),
+    language: z
+      .string()
+      .describe(`BCP 47 language tag, e.g. \`fr\` or \`pt-BR\` (default \`${DEFAULT_LANGUAGE}\`)`),
+  })
+  .meta({ id: 'UserProfile' });
+
+export const ZUserActivity = z
+  .object({
+    vpn_connections: z.number().int().describe('VPN connections the user owns'),
+    databases_created: z.number().int().describe('Databases the user owns'),
+    api_calls_30d: z
+      .number()
+      .int()
+      .describe('Authenticated API requests made by the user in the last 30 days'),
+  })
+  .meta({ id: 'UserActivity' });
+export type TUserActivity = z.infer<typeof ZUserActivity>;
+
+/** The detail view: the summary plus `profile` and `activity`. */
+export const ZUserDetail = z
+  .object({ ...summaryShape, profile: ZUserProfile, activity: ZUserActivity })
+  .meta({ id: 'User' });
+export type TUserDetail = z.infer<typeof ZUserDetail>;
+
+const levelsSchema = (levels: readonly string[]) =>
+  z.object(Object.fromEntries(levels.map((l) => [l, z.boolean()])) as Record<string, z.ZodBoolean>);
+
+export const ZPermissionObject = z
+  .object(
+    Object.fromEntries(OBJECT_FORM_RESOURCES.map((r) => [r, levelsSchema(OBJECT_FORM_LEVELS[r])])) as Record<
+      (typeof OBJECT_FORM_RESOURCES)[number],
+      ReturnType<typeof levelsSchema>
+    >,
+  )
+  .describe(
+    'The permissions of `vpn`, `database` and `hosting` as `{read, write, delete}` and of `billing` as ' +
+      '`{read, write}`: the same set as the user’s `permissions` strings. A `<resource>:admin` string grant shows ' +
+      'here as all of that resource’s booleans true; `users:*` grants are managed through the string form.',
+  )
+  .meta({ id: 'PermissionObject' });
 
 export function toUserSummaryDto(u: User): TUserSummary {
   return {
@@ -27,9 +91,30 @@ export function toUserSummaryDto(u: User): TUserSummary {
     role: u.role,
     status: u.status,
     organization_id: u.organization.id,
-    permissions: [...effectivePermissions(u.role, u.permissions)].sort(),
+    permissions: normalizePermissions(effectivePermissions(u.role, u.permissions)),
     two_factor_enabled: u.twoFactorEnabled,
     last_login: iso(u.lastLogin),
     created_at: iso(u.createdAt)!,
   };
 }
+
+export function toUserDetailDto(
+  u: User,
+  activity: Record<ActivityCounter, number> & { api_calls_30d: number },
+) {
+  return {
+    ...toUserSummaryDto(u),
+    profile: {
+      avatar_url: u.avatarUrl ?? null,
+      timezone: u.timezone ?? DEFAULT_TIMEZONE,
+      language: u.language ?? DEFAULT_LANGUAGE,
+    },
+    activity: {
+      vpn_connections: activity.vpn_connections,
+      databases_created: activity.databases_created,
+      api_calls_30d: activity.api_calls_30d,
+    },
+  } satisfies TUserDetail;
+}
+
+export type { PermissionObject };

@@ -1,0 +1,383 @@
+import { LockMode } from '@mikro-orm/core';
+import type { Actor } from '../../access/actor.js';
+import { apiCallsSince } from '../../access/api-usage.js';
+import { countActivity, transferOwnedResources } from '../../access/owned-resources.js';
+import { Organization } from '../../access/organization.entity.js';
+import {
+  applyPermissionObject,
+  effectivePermissions,
+  initialPermissions,
+  normalizePermissions,
+  toPermissionObject,
+  type Permission,
+} from '../../access/permissions.js';
+import { LoginSession } from '../../access/session.entity.js';
+import { User, type Role } from '../../access/user.entity.js';
+import type { Em } from '../../db/orm.js';
+import { recordEvent } from '../../events/record-event.js';
+import { randomToken, sha256Hex } from '../../lib/crypto.js';
+import { AppError, forbidden, notFound } from '../../lib/errors.js';
+import { isId, newId } from '../../lib/ids.js';
+import { findPage } from '../../lib/pagination.js';
+import type { Context } from '../../trpc/context.js';
+import { hashPassword } from '../auth/auth.service.js';
+import { UserInvitation } from './user-invitation.entity.js';
+import { toUserDetailDto, toUserSummaryDto, type TUserDetail } from './users.dto.js';
+import type {
+  TAcceptInvitationInput,
+  TCreateUserInput,
+  TListUsersInput,
+  TUpdatePermissionsInput,
+  TUpdateUserInput,
+} from './users.schema.js';
+
+export const INVITATION_TTL_MS = 7 * 86_400_000;
+const ACTIVITY_WINDOW_MS = 30 * 86_400_000;
+
+const USER_NOT_FOUND = () => notFound('User');
+const INVALID_INVITATION = () =>
+  new AppError('INVALID_CREDENTIALS', 'Invalid, expired or already used invitation token');
+
+function actorOf(ctx: Context): Actor {
+  if (!ctx.actor) throw new AppError('UNAUTHORIZED', 'Authentication required');
+  return ctx.actor;
+}
+
+/**
+ * Loads a user the caller may see, or NOT_FOUND: users of the caller's organization that are not deleted; for a
+ * caller without `users:read`, only themselves. `lock` takes a row lock (inside a transaction).
+ */
+async function findVisibleUserOrThrow(em: Em, actor: Actor, id: string, lock = false): Promise<User> {
+  if (!isId('usr', id)) throw USER_NOT_FOUND();
+  if (id !== actor.userId && !actor.permissions.has('users:read')) throw USER_NOT_FOUND();
+  const user = await em.findOne(
+    User,
+    { id, organization: actor.organizationId, deletedAt: null },
+    lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
+  );
+  if (!user) throw USER_NOT_FOUND();
+  return user;
+}
+
+/** The detail view: the user plus their activity counters. */
+export async function userDetail(em: Em, user: User, now: Date): Promise<TUserDetail> {
+  const who = { organizationId: user.organization.id, userId: user.id };
+  const [owned, apiCalls] = [
+    await countActivity(em, who),
+    await apiCallsSince(em, { ...who, since: new Date(now.getTime() - ACTIVITY_WINDOW_MS) }),
+  ];
+  return toUserDetailDto(user, { ...owned, api_calls_30d: apiCalls });
+}
+
+/** Refuses to hand out what the caller does not hold themselves (an admin cannot grant `billing:write`). */
+function assertCanGrant(actor: Actor, before: Iterable<Permission>, after: Iterable<Permission>): void {
+  const had = new Set(before);
+  const missing = [...after].filter((p) => !had.has(p) && !actor.permissions.has(p));
+  if (missing.length > 0) {
+    throw new AppError('FORBIDDEN', `You cannot grant permissions you do not hold: ${missing.join(', ')}`, {
+      details: missing.map((p) => ({ path: 'permissions', message: `not held by the caller: ${p}` })),
+    });
+  }
+}
+
+/**
+ * The rules of conventions §5 for acting on another user: owner/admin (or a holder of `users:write`) manage
+ * members; only the owner manages admins; nobody manages the owner here.
+ */
+function assertMayManage(actor: Actor, target: User): void {
+  if (target.role === 'owner') throw forbidden('The organization owner cannot be changed or removed here');
+  if (target.role === 'admin' && actor.role !== 'owner') throw forbidden('Only the owner can manage admins');
+}
+
+function assertMayGiveRole(actor: Actor, from: Role, to: Role): void {
+  if (from === to) return;
+  if (to === 'owner') throw forbidden('An organization has one owner; ownership cannot be given here');
+  if ((to === 'admin' || from === 'admin') && actor.role !== 'owner') {
+    throw forbidden('Only the owner can grant or revoke the admin role');
+  }
+}
+
+async function revokeSessions(em: Em, userId: string, now: Date): Promise<void> {
+  await em.nativeUpdate(LoginSession, { user: userId, revokedAt: null }, { revokedAt: now });
+}
+
+export async function listUsers(ctx: Context, input: TListUsersInput) {
+  const actor = actorOf(ctx);
+  const where: Record<string, unknown> = { organization: actor.organizationId, deletedAt: null };
+  if (input.role) where.role = input.role;
+  if (input.status) where.status = input.status;
+  const page = await findPage(ctx.em, User, where, input);
+  return {
+    success: true as const,
+    users: page.items.map(toUserSummaryDto),
+    total: page.total,
+    page: page.page,
+    limit: page.limit,
+  };
+}
+
+export async function getUser(ctx: Context, id: string) {
+  const actor = actorOf(ctx);
+  const user = await findVisibleUserOrThrow(ctx.em, actor, id);
+  return { success: true as const, user: await userDetail(ctx.em, user, ctx.deps.clock.now()) };
+}
+
+function invitationUrl(ctx: Context, token: string): string {
+  return `${ctx.deps.config.publicBaseUrl}/accept-invitation?token=${encodeURIComponent(token)}`;
+}
+
+function newInvitation(em: Em, user: User, invitedBy: string, now: Date): string {
+  const token = randomToken('uit_', 256);
+  em.create(UserInvitation, {
+    id: newId('usr').replace(/^usr_/, 'uinv_'),
+    organization: user.organization,
+    user,
+    invitedById: invitedBy,
+    tokenHash: sha256Hex(token),
+    expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
+    acceptedAt: null,
+    revokedAt: null,
+  });
+  return token;
+}
+
+export async function createUser(ctx: Context, input: TCreateUserInput) {
+  const actor = actorOf(ctx);
+  const now = ctx.deps.clock.now();
+  assertMayGiveRole(actor, 'member', input.role);
+  const permissions = initialPermissions(input.role, input.permissions);
+  assertCanGrant(actor, [], permissions);
+
+  const { user, token, detail } = await ctx.em.transactional(async (em) => {
+    if ((await em.count(User, { email: input.email, deletedAt: null })) > 0) {
+      throw new AppError('CONFLICT', 'A user with this email already exists');
+    }
+    const u = em.create(User, {
+      id: newId('usr'),
+      organization: em.getReference(Organization, actor.organizationId),
+      email: input.email,
+      name: input.name ?? input.email.split('@')[0]!,
+      passwordHash: null,
+      role: input.role,
+      status: 'invited',
+      permissions,
+      twoFactorEnabled: false,
+      lastLogin: null,
+      avatarUrl: null,
+      timezone: null,
+      language: null,
+      deletedAt: null,
+    });
+    const t = newInvitation(em, u, actor.userId, now);
+    const d = toUserDetailDto(u, { vpn_connections: 0, databases_created: 0, api_calls_30d: 0 });
+    recordEvent(em, 'user.created', d, actor.organizationId, now);
+    return { user: u, token: t, detail: d };
+  });
+
+  const url = invitationUrl(ctx, token);
+  if (input.send_invitation) await sendInvitation(ctx, actor, user, url);
+  ctx.response.headers.Location = `${ctx.deps.config.publicBaseUrl}/v1/users/${user.id}`;
+  return { success: true as const, user: detail, invitation_url: input.send_invitation ? null : url };
+}
+
+/** After commit, outside any transaction: the user exists whether or not the mail goes out. */
+async function sendInvitation(ctx: Context, actor: Actor, user: User, url: string): Promise<void> {
+  const org = await ctx.em.findOne(Organization, actor.organizationId);
+  const inviter = await ctx.em.findOne(User, actor.userId);
+  const orgName = org?.name ?? 'an organization';
+  try {
+    await ctx.deps.mail.send({
+      kind: 'invitation',
+      to: user.email,
+      subject: `You are invited to join ${orgName}`,
+      text:
+        `${inviter?.name ?? 'An administrator'} invited you to join ${orgName} as ${user.role}.\n\n` +
+        `Choose a password to activate your account: ${url}\n\n` +
+        `The link works once and expires in 7 days.\n`,
+    });
+  } catch (err) {
+    ctx.deps.log.error({ err, userId: user.id }, 'could not send the invitation mail');
+  }
+}
+
+export async function updateUser(ctx: Context, input: TUpdateUserInput) {
+  const actor = actorOf(ctx);
+  const now = ctx.deps.clock.now();
+  const privileged =
+    input.role !== undefined || input.permissions !== undefined || input.status !== undefined;
+
+  const user = await ctx.em.transactional(async (em) => {
+    const target = await findVisibleUserOrThrow(em, actor, input.id, true);
+    const self = target.id === actor.userId;
+    if (self && privileged) {
+      throw forbidden(
+        'You can change your own name and profile only; role, permissions and status are managed by an admin',
+      );
+    }
+    if (!self) {
+      if (!actor.permissions.has('users:write'))
+        throw forbidden('This action requires the users:write permission');
+      assertMayManage(actor, target);
+    }
+
+    let changed = false;
+    if (input.name !== undefined && input.name !== target.name) {
+      target.name = input.name;
+      changed = true;
+    }
+    if (input.profile) {
+      const p = input.profile;
+      if (p.avatar_url !== undefined && p.avatar_url !== target.avatarUrl) {
+        target.avatarUrl = p.avatar_url;
+        changed = true;
+      }
+      if (p.timezone !== undefined && p.timezone !== target.timezone) {
+        target.timezone = p.timezone;
+        changed = true;
+      }
+      if (p.language !== undefined && p.language !== target.language) {
+        target.language = p.language;
+        changed = true;
+      }
+    }
+    if (input.role !== undefined || input.permissions !== undefined) {
+      const role = input.role ?? target.role;
+      assertMayGiveRole(actor, target.role, role);
+      const before = normalizePermissions(target.permissions);
+      const after =
+        input.permissions !== undefined
+          ? normalizePermissions(input.permissions)
+          : role !== target.role
+            ? initialPermissions(role)
+            : before;
+      assertCanGrant(actor, before, after);
+      if (role !== target.role || after.join() !== before.join()) {
+        target.role = role;
+        target.permissions = after;
+        changed = true;
+      }
+    }
+    if (input.status !== undefined && input.status !== target.status) {
+      if (target.status === 'invited') {
+        throw new AppError('CONFLICT', 'The user has not accepted the invitation yet');
+      }
+      target.status = input.status;
+      if (input.status === 'suspended') await revokeSessions(em, target.id, now);
+      changed = true;
+    }
+
+    if (changed) {
+      await em.flush();
+      recordEvent(em, 'user.updated', await userDetail(em, target, now), actor.organizationId, now);
+    }
+    return target;
+  });
+  return { success: true as const, user: await userDetail(ctx.em, user, now) };
+}
+
+export async function deleteUser(ctx: Context, id: string) {
+  const actor = actorOf(ctx);
+  const now = ctx.deps.clock.now();
+  const removed = await ctx.em.transactional(async (em) => {
+    const target = await findVisibleUserOrThrow(em, actor, id, true);
+    if (target.id === actor.userId) throw forbidden('You cannot delete yourself');
+    assertMayManage(actor, target);
+    await transferOwnedResources(em, {
+      organizationId: actor.organizationId,
+      fromUserId: target.id,
+      toUserId: actor.userId,
+    });
+    await revokeSessions(em, target.id, now);
+    await em.nativeUpdate(
+      UserInvitation,
+      { user: target.id, acceptedAt: null, revokedAt: null },
+      { revokedAt: now },
+    );
+    const dto = toUserSummaryDto(target);
+    target.deletedAt = now;
+    recordEvent(em, 'user.deleted', dto, actor.organizationId, now);
+    return dto;
+  });
+  return {
+    success: true as const,
+    message: 'User deleted; their resources were transferred to you',
+    id: removed.id,
+    email: removed.email,
+    resources_transferred_to: actor.userId,
+  };
+}
+
+export async function getPermissions(ctx: Context, id: string) {
+  const actor = actorOf(ctx);
+  const user = await findVisibleUserOrThrow(ctx.em, actor, id);
+  return {
+    success: true as const,
+    user_id: user.id,
+    permissions: toPermissionObject(effectivePermissions(user.role, user.permissions)),
+  };
+}
+
+export async function updatePermissions(ctx: Context, input: TUpdatePermissionsInput) {
+  const actor = actorOf(ctx);
+  const now = ctx.deps.clock.now();
+  const user = await ctx.em.transactional(async (em) => {
+    const target = await findVisibleUserOrThrow(em, actor, input.id, true);
+    if (target.id === actor.userId) throw forbidden('You cannot change your own permissions');
+    assertMayManage(actor, target);
+    const before = normalizePermissions(target.permissions);
+    const after = applyPermissionObject(before, input.permissions);
+    assertCanGrant(actor, before, after);
+    if (after.join() !== before.join()) {
+      target.permissions = after;
+      await em.flush();
+      recordEvent(em, 'user.updated', await userDetail(em, target, now), actor.organizationId, now);
+    }
+    return target;
+  });
+  return {
+    success: true as const,
+    user_id: user.id,
+    permissions: toPermissionObject(effectivePermissions(user.role, user.permissions)),
+  };
+}
+
+export async function acceptInvitation(ctx: Context, input: TAcceptInvitationInput) {
+  const now = ctx.deps.clock.now();
+  const tokenHash = sha256Hex(input.token);
+  const invitation = await ctx.em.findOne(UserInvitation, { tokenHash }, { populate: ['user'] });
+  const valid = (inv: UserInvitation | null): inv is UserInvitation =>
+    !!inv &&
+    !inv.acceptedAt &&
+    !inv.revokedAt &&
+    inv.expiresAt > now &&
+    !inv.user.deletedAt &&
+    inv.user.status === 'invited';
+  if (!valid(invitation)) throw INVALID_INVITATION();
+
+  // bcrypt runs before the transaction: never hold one open across it.
+  const passwordHash = await hashPassword(ctx.deps, input.password);
+  const user = await ctx.em.transactional(async (em) => {
+    // Claim the token atomically: of two concurrent uses exactly one wins.
+    const claimed = await em.nativeUpdate(
+      UserInvitation,
+      { id: invitation.id, acceptedAt: null, revokedAt: null, expiresAt: { $gt: now } },
+      { acceptedAt: now },
+    );
+    const activated =
+      claimed === 1 &&
+      (await em.nativeUpdate(
+        User,
+        { id: invitation.user.id, status: 'invited', deletedAt: null },
+        { passwordHash, status: 'active' },
+      )) === 1;
+    if (!activated) throw INVALID_INVITATION();
+    const u = await em.findOneOrFail(User, invitation.user.id, { refresh: true });
+    recordEvent(em, 'user.updated', await userDetail(em, u, now), u.organization.id, now);
+    return u;
+  });
+  return {
+    success: true as const,
+    message: 'Invitation accepted: the account is active, sign in with POST /auth/login',
+    user: toUserSummaryDto(user),
+  };
+}
