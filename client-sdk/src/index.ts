@@ -1,0 +1,286 @@
+import {
+  createTRPCClientProxy,
+  httpLink,
+  isTRPCClientError,
+  TRPCUntypedClient,
+  type TRPCClient,
+  type TRPCRequestOptions,
+} from '@trpc/client';
+import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
+// Type-only: the router's types describe every procedure; none of the server's code is part of the SDK.
+import type { AppRouter } from '../../server/router.js';
+import {
+  ConnectionError,
+  PlatformApiError,
+  codeForStatus,
+  createPlatformError,
+  type ErrorDetail,
+} from './errors.js';
+import { Session, type IssuedTokens, type RefreshResponse, type TokenPair } from './session.js';
+
+export {
+  API_ERROR_STATUS,
+  AuthenticationError,
+  ConflictError,
+  ConnectionError,
+  IdempotencyError,
+  InternalServerError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PermissionError,
+  PlanLimitError,
+  PlatformApiError,
+  RateLimitError,
+  ServiceUnavailableError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+  type ApiErrorCode,
+  type ClientErrorCode,
+  type ErrorDetail,
+  type PlatformApiErrorInit,
+} from './errors.js';
+export type { IssuedTokens, TokenPair } from './session.js';
+export type { AppRouter };
+
+/** Inputs of every procedure: `RouterInputs['auth']['login']`. */
+export type RouterInputs = inferRouterInputs<AppRouter>;
+/** Outputs of every procedure: `RouterOutputs['auth']['me']['user']`. */
+export type RouterOutputs = inferRouterOutputs<AppRouter>;
+
+/** A `fetch` the SDK can use (the global one by default). */
+export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
+
+export interface ClientOptions {
+  /** The API's address, e.g. `https://api.example.com` (a trailing `/v1` is accepted). Calls go to `<baseUrl>/trpc`. */
+  baseUrl: string;
+  /** An access token to start with. The client replaces it after `login()` and each automatic refresh. */
+  token?: string;
+  /**
+   * Where the application keeps the access token: asked before every call, instead of the stored token. Store
+   * what `onTokens` receives so that it returns the new token after a refresh.
+   */
+  getToken?: () => string | null | undefined | Promise<string | null | undefined>;
+  /** A refresh token: a call that fails with `TOKEN_EXPIRED` then refreshes the pair and is retried once. */
+  refreshToken?: string;
+  /** Called with every pair the client obtains (login, refresh), to persist it. Refresh tokens are single use. */
+  onTokens?: (tokens: IssuedTokens) => void | Promise<void>;
+  /** A `fetch` implementation (tests, proxies, other runtimes). Default: the global `fetch`. */
+  fetch?: Fetch;
+}
+
+/** The few helpers beside the procedures. */
+export interface ClientHelpers {
+  /** `auth.login`, then stores the token pair (and passes it to `onTokens`). */
+  login(email: string, password: string): Promise<RouterOutputs['auth']['login']>;
+  /** `auth.logout` (revokes the token and its refresh token), then forgets the stored pair. */
+  logout(): Promise<RouterOutputs['auth']['logout']>;
+  /** Replaces the stored pair (for tokens obtained elsewhere, e.g. `auth.register`); `null` forgets it. */
+  setTokens(tokens: Partial<TokenPair> | null): void;
+  /** The stored pair (not the one `getToken` returns). */
+  getTokens(): { token: string | undefined; refreshToken: string | undefined };
+}
+
+/**
+ * Every procedure as `client.<module>.<name>.query(input)` (reads) or `.mutate(input)` (writes), typed from the
+ * server's router, plus the helpers. Every call rejects with a {@link PlatformApiError} subclass.
+ */
+export type PlatformClient = TRPCClient<AppRouter> & ClientHelpers;
+
+// A module named like a helper would be hidden by it: this fails to compile if the router ever gains one.
+type Expect<T extends true> = T;
+type _NoHelperShadowsAModule = Expect<
+  [Extract<keyof AppRouter['_def']['record'], keyof ClientHelpers>] extends [never] ? true : false
+>;
+
+const TOKEN_CONTEXT_KEY = 'platformAccessToken';
+
+/** The fields of `error.data` that the API sends with every error (conventions §3). */
+interface WireErrorData {
+  code?: unknown;
+  httpStatus?: unknown;
+  message?: unknown;
+  details?: unknown;
+  request_id?: unknown;
+  retry_after?: unknown;
+}
+
+function retryAfterSeconds(value: string | null | undefined): number | undefined {
+  if (!value) return undefined;
+  const n = Number(value);
+  if (Number.isFinite(n) && n >= 0) return n;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+}
+
+/** Converts whatever a tRPC call rejected with into the matching PlatformApiError subclass. */
+export function toPlatformError(err: unknown): PlatformApiError {
+  if (err instanceof PlatformApiError) return err;
+  if (isTRPCClientError(err)) {
+    if (err.cause instanceof PlatformApiError) return err.cause;
+    const data = (err.data ?? undefined) as WireErrorData | undefined;
+    const response = err.meta?.response as Response | undefined;
+    const headerRequestId = response?.headers.get('x-request-id') ?? undefined;
+    const headerRetryAfter = retryAfterSeconds(response?.headers.get('retry-after'));
+    if (data && typeof data.code === 'string') {
+      return createPlatformError({
+        code: data.code,
+        message: typeof data.message === 'string' ? data.message : err.message,
+        status: typeof data.httpStatus === 'number' ? data.httpStatus : (response?.status ?? 500),
+        details: Array.isArray(data.details) ? (data.details as ErrorDetail[]) : undefined,
+        requestId: typeof data.request_id === 'string' ? data.request_id : headerRequestId,
+        retryAfter: typeof data.retry_after === 'number' ? data.retry_after : headerRetryAfter,
+        cause: err,
+      });
+    }
+    if (response) {
+      return createPlatformError({
+        code: codeForStatus(response.status),
+        message: `Unexpected response from the API (HTTP ${response.status})`,
+        status: response.status,
+        requestId: headerRequestId,
+        retryAfter: headerRetryAfter,
+        cause: err,
+      });
+    }
+    return connectionError(err.cause ?? err);
+  }
+  return connectionError(err);
+}
+
+function connectionError(cause: unknown): ConnectionError {
+  const aborted = cause instanceof Error && (cause.name === 'AbortError' || cause.name === 'TimeoutError');
+  const reason = cause instanceof Error && cause.message ? `: ${cause.message}` : '';
+  return new ConnectionError({
+    code: 'CONNECTION_ERROR',
+    message: aborted ? 'The request was aborted' : `Could not reach the API${reason}`,
+    status: 0,
+    cause,
+  });
+}
+
+/**
+ * The fetch handed to tRPC: network failures become ConnectionError, and a response that is not JSON (a proxy's
+ * error page) becomes the error of its status instead of a parse failure.
+ */
+function transportFetch(base: Fetch) {
+  return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    let res: Response;
+    try {
+      res = await base(String(input), init ?? {});
+    } catch (cause) {
+      throw connectionError(cause);
+    }
+    if (!/json/i.test(res.headers.get('content-type') ?? '')) {
+      await res.body?.cancel().catch(() => undefined);
+      throw createPlatformError({
+        code: codeForStatus(res.status),
+        message: `Unexpected response from the API (HTTP ${res.status})`,
+        status: res.status,
+        requestId: res.headers.get('x-request-id') ?? undefined,
+        retryAfter: retryAfterSeconds(res.headers.get('retry-after')),
+      });
+    }
+    return res;
+  };
+}
+
+function withToken(opts: TRPCRequestOptions | undefined, token: string | undefined): TRPCRequestOptions {
+  return { ...opts, context: { ...opts?.context, [TOKEN_CONTEXT_KEY]: token } };
+}
+
+/** The untyped client behind the typed proxy: adds the bearer token, converts errors, refreshes on expiry. */
+class PlatformTransport extends TRPCUntypedClient<AppRouter> {
+  readonly session: Session;
+
+  constructor(options: ClientOptions, url: string) {
+    const fetchImpl: Fetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
+    super({
+      links: [
+        httpLink<AppRouter>({
+          url,
+          fetch: transportFetch(fetchImpl),
+          headers: ({ op }) => {
+            const token = op.context[TOKEN_CONTEXT_KEY];
+            return typeof token === 'string' && token ? { authorization: `Bearer ${token}` } : {};
+          },
+        }),
+      ],
+    });
+    this.session = new Session(options, (refreshToken) =>
+      this.anonymous<RefreshResponse>('auth.refresh', { refresh_token: refreshToken }),
+    );
+  }
+
+  override query(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
+    return this.session.authorized((token) =>
+      super.query(path, input, withToken(opts, token)).catch((err: unknown) => {
+        throw toPlatformError(err);
+      }),
+    );
+  }
+
+  override mutation(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
+    return this.session.authorized((token) =>
+      super.mutation(path, input, withToken(opts, token)).catch((err: unknown) => {
+        throw toPlatformError(err);
+      }),
+    );
+  }
+
+  /** A mutation sent without any token (login, refresh). */
+  async anonymous<T>(path: string, input: unknown): Promise<T> {
+    try {
+      return (await super.mutation(path, input)) as T;
+    } catch (err) {
+      throw toPlatformError(err);
+    }
+  }
+}
+
+function trpcUrl(baseUrl: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '')}/trpc`;
+  return url.toString();
+}
+
+/**
+ * Creates a client for the API.
+ *
+ * ```ts
+ * const client = createClient({ baseUrl: 'https://api.example.com', onTokens: save });
+ * await client.login('ada@example.com', 'correct-horse-battery');
+ * const { user } = await client.auth.me.query();
+ * ```
+ */
+export function createClient(options: ClientOptions): PlatformClient {
+  const transport = new PlatformTransport(options, trpcUrl(options.baseUrl));
+  const { session } = transport;
+  const procedures = createTRPCClientProxy<AppRouter>(transport);
+
+  const helpers: ClientHelpers = {
+    async login(email, password) {
+      const res = await transport.anonymous<RouterOutputs['auth']['login']>('auth.login', {
+        email,
+        password,
+      });
+      await session.issued({ token: res.token, refreshToken: res.refresh_token, expiresIn: res.expires_in });
+      return res;
+    },
+    async logout() {
+      try {
+        return await procedures.auth.logout.mutate({});
+      } finally {
+        session.setTokens(null);
+      }
+    },
+    setTokens: (tokens) => session.setTokens(tokens),
+    getTokens: () => session.getTokens(),
+  };
+
+  return new Proxy(Object.create(null) as PlatformClient, {
+    get(_target, key) {
+      if (typeof key === 'string' && Object.hasOwn(helpers, key)) return helpers[key as keyof ClientHelpers];
+      return (procedures as unknown as Record<string | symbol, unknown>)[key];
+    },
+  });
+}
