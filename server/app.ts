@@ -139,11 +139,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
 
-  const openApiDocument = buildOpenApiDocument(config.publicBaseUrl);
-  app.get('/v1/openapi.json', async () => openApiDocument);
+  // Built once: the router does not change while the process runs.
+  const openApiDocument = JSON.stringify(buildOpenApiDocument({ publicBaseUrl: config.publicBaseUrl }));
+  app.get('/v1/openapi.json', async (_req, reply) =>
+    reply.type('application/json; charset=utf-8').send(openApiDocument),
+  );
+  // The reference page and its script are served from node_modules; nothing is fetched from a CDN (no web fonts,
+  // telemetry, AI agent or hosted tooling), so it works on a machine without internet access.
   await app.register(scalar, {
     routePrefix: '/docs',
-    configuration: { url: '/v1/openapi.json', title: 'Cloud Platform API reference' },
+    configuration: {
+      url: '/v1/openapi.json',
+      pageTitle: 'Cloud Platform API reference',
+      withDefaultFonts: false,
+      telemetry: false,
+      showDeveloperTools: 'never',
+      hideClientButton: true,
+      agent: { disabled: true },
+      mcp: { disabled: true },
+      documentDownloadType: 'json',
+      defaultOpenAllTags: true,
+    },
   });
 
   const createContext = ({ req }: { req: FastifyRequest }): Context => createHttpContext(deps, req);

@@ -6,6 +6,7 @@ import {
   ConnectionError,
   InternalServerError,
   NotFoundError,
+  PermissionError,
   PlatformApiError,
   RateLimitError,
   ServiceUnavailableError,
@@ -13,7 +14,7 @@ import {
   createClient,
   type IssuedTokens,
 } from '@cloud-platform/client';
-import { DEFAULT_PASSWORD, createOrg, uniqueEmail } from '../support/factories.js';
+import { DEFAULT_PASSWORD, createOrg, createUser, uniqueEmail } from '../support/factories.js';
 import { sharedServer, type TestServer } from '../support/server.js';
 
 /** Awaits a promise that must reject, and returns the reason. */
@@ -161,6 +162,27 @@ describe('client SDK against a live server', () => {
       const err = await rejection(client.auth.login.mutate(input as { email: string; password: string }));
       expect(err).to.be.instanceOf(ValidationError);
       expect((err as ValidationError).details).to.deep.include({ path: 'admin', message: 'Unknown field' });
+    });
+
+    it('403 for a member listing users: PermissionError FORBIDDEN', async () => {
+      const owner = await createOrg(s.deps);
+      const member = await createUser(s.deps, owner.organizationId, { role: 'member' });
+      const client = createClient({ baseUrl: s.baseUrl, token: member.token });
+      const err = await rejection(client.users.list.query({}));
+      expect(err).to.be.instanceOf(PermissionError);
+      expect(err).to.include({ code: 'FORBIDDEN', status: 403 });
+    });
+
+    it("404 for an unknown id and for another organization's user: NotFoundError", async () => {
+      const owner = await createOrg(s.deps);
+      const stranger = await createOrg(s.deps);
+      const client = createClient({ baseUrl: s.baseUrl, token: owner.token });
+      for (const id of ['usr_doesnotexist', stranger.id]) {
+        const err = await rejection(client.users.get.query({ id }));
+        expect(err).to.be.instanceOf(NotFoundError);
+        expect(err).to.include({ code: 'NOT_FOUND', status: 404 });
+      }
+      expect((await client.users.get.query({ id: owner.id })).user.id).to.equal(owner.id);
     });
 
     it('404 for a procedure the server does not have: NotFoundError', async () => {
