@@ -1,105 +1,409 @@
-import type { AnyTRPCProcedure } from '@trpc/server';
+import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
-import { ERROR_CODES } from './lib/errors.js';
+import { ERROR_CODES, ERROR_STATUS } from './lib/errors.js';
 import { appRouter } from './router.js';
 import type { Meta } from './trpc/init.js';
 
 type Json = Record<string, unknown>;
 
+export const API_TITLE = 'Cloud Platform API';
+export const API_VERSION = '1.0.0';
+const SECURITY_SCHEME = 'bearerAuth';
+
+const API_DESCRIPTION = `Manage VPN connections, users and permissions, static sites, managed databases, billing and webhooks.
+
+## Authentication
+Log in with \`POST /auth/login\` (or create an organization with \`POST /auth/register\`) and send the access token as
+\`Authorization: Bearer <token>\`. Access tokens live one hour; \`POST /auth/refresh\` exchanges the single-use
+refresh token for a new pair.
+
+## Responses
+Request bodies are JSON (\`Content-Type: application/json\`, at most 1 MiB); unknown body fields are refused.
+Every success body has \`success: true\`. Creates answer **201** with a \`Location\` header; accepted asynchronous
+actions answer **202**. Timestamps are ISO 8601 UTC with milliseconds, absent optional values are \`null\`.
+
+## Errors
+Every error body is the envelope \`{"success": false, "error": {"code", "message", "details", "request_id"}}\`;
+\`error.code\` is stable and machine readable. \`request_id\` equals the \`X-Request-Id\` response header that every
+response carries (a valid incoming \`X-Request-Id\` is reused).
+
+## Rate limits
+Authenticated requests count against the monthly quota of the organization's plan and a short burst limit per
+token. Their responses carry \`RateLimit-Policy\` and \`RateLimit\`; every 429 carries \`Retry-After\` (seconds).
+
+## Lists
+Page lists take \`?page=1&limit=20\` and return the items with \`total\`, \`page\`, \`limit\`; cursor lists take
+\`?limit=20&starting_after=<id>\` and return \`total\` and \`has_more\`. Newest first.`;
+
+/** Descriptions of the tags the modules use; a tag missing here still gets declared, with a generic text. */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  Authentication: 'Log in, refresh and revoke tokens, register an organization, the current user.',
+  Users: 'Members of the organization, their roles, permissions and invitations.',
+  VPN: 'VPN servers and WireGuard connections.',
+  Hosting: 'Static sites and their deployments.',
+  Databases: 'Managed databases and their backups.',
+  Billing: 'Plans, subscription, invoices and payment methods.',
+  Webhooks: 'Webhook endpoints, their deliveries and test events.',
+  Organization: 'The organization, its plan and usage.',
+};
+
 const ERROR_SCHEMA: Json = {
   type: 'object',
+  description: 'The error envelope of every error response.',
   required: ['success', 'error'],
+  additionalProperties: false,
   properties: {
-    success: { type: 'boolean', const: false },
+    success: { type: 'boolean', const: false, description: 'Always `false` on errors' },
     error: {
       type: 'object',
       required: ['code', 'message', 'request_id'],
+      additionalProperties: false,
       properties: {
         code: { type: 'string', enum: ERROR_CODES, description: 'Stable machine-readable error code' },
         message: { type: 'string', description: 'Human readable explanation' },
         details: {
           type: 'array',
           description:
-            '`{path, message}` for validation issues; `{resource, limit, current}` for plan limits',
-          items: { type: 'object', additionalProperties: true },
+            '`{path, message}` per validation issue; `{resource, limit, current}` for plan limits; ' +
+            'the offending resources for state conflicts',
+          items: {
+            type: 'object',
+            additionalProperties: true,
+            properties: {
+              path: { type: 'string', description: 'Dotted path of the invalid field' },
+              message: { type: 'string', description: 'What is wrong with it' },
+              resource: { type: 'string', description: 'Limited resource' },
+              limit: { type: 'integer', description: 'Limit of the plan' },
+              current: { type: 'integer', description: 'Current usage' },
+            },
+          },
         },
-        request_id: { type: 'string', description: 'Equals the X-Request-Id response header' },
+        request_id: { type: 'string', description: 'Equals the `X-Request-Id` response header' },
       },
     },
   },
+  examples: [
+    {
+      success: false,
+      error: {
+        code: 'VALIDATION_ERROR',
+        message: 'Invalid request: name: Required',
+        details: [{ path: 'name', message: 'Required' }],
+        request_id: 'req_3k9v0f2h8x1q7m4n5b6c',
+      },
+    },
+  ],
 };
 
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid input (`VALIDATION_ERROR`, `INVALID_JSON`)',
-  401: 'Missing, invalid or expired token (`UNAUTHORIZED`, `TOKEN_EXPIRED`, `INVALID_CREDENTIALS`)',
-  402: 'Plan limit reached (`PLAN_LIMIT_EXCEEDED`)',
-  403: 'Not allowed (`FORBIDDEN`, `HTTPS_REQUIRED`)',
-  404: 'Not found, or not visible to the caller (`NOT_FOUND`)',
-  409: 'Conflict with the current state (`CONFLICT`)',
-  413: 'Body over 1 MiB (`PAYLOAD_TOO_LARGE`)',
-  415: 'Body not sent as application/json (`UNSUPPORTED_MEDIA_TYPE`)',
-  429: 'Too many requests (`RATE_LIMITED`, `QUOTA_EXCEEDED`, `TOO_MANY_LOGIN_ATTEMPTS`); see Retry-After',
-  500: 'Unexpected error (`INTERNAL_ERROR`)',
-  503: 'Database unavailable (`SERVICE_UNAVAILABLE`)',
+const HEADERS: Record<string, Json> = {
+  RequestId: {
+    description:
+      'Identifies the request in logs and in `error.request_id`. A valid incoming `X-Request-Id` ' +
+      '(`[A-Za-z0-9._-]{1,128}`) is reused.',
+    required: true,
+    schema: { type: 'string' },
+  },
+  Location: {
+    description: 'URL of the created resource',
+    required: true,
+    schema: { type: 'string', format: 'uri' },
+  },
+  RateLimitPolicy: {
+    description: 'The burst limit of the token: `"burst";q=<requests>;w=<seconds>`',
+    schema: { type: 'string' },
+    example: '"burst";q=100;w=10',
+  },
+  RateLimit: {
+    description: 'What is left of the burst limit: `"burst";r=<remaining>;t=<seconds until reset>`',
+    schema: { type: 'string' },
+    example: '"burst";r=99;t=10',
+  },
+  RetryAfter: {
+    description: 'Seconds to wait before trying again',
+    required: true,
+    schema: { type: 'integer', minimum: 0 },
+  },
+  WWWAuthenticate: {
+    description: '`Bearer` on token failures',
+    schema: { type: 'string' },
+  },
+};
+const headerRef = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
+
+/** Reusable error responses, one per status, named as components. */
+const ERROR_RESPONSES: Record<number, { name: string; text: string }> = {
+  400: { name: 'BadRequest', text: 'Invalid input' },
+  401: { name: 'Unauthorized', text: 'Missing, invalid, revoked or expired token, or bad credentials' },
+  402: { name: 'PaymentRequired', text: 'The plan does not allow more of this resource' },
+  403: { name: 'Forbidden', text: 'Not allowed' },
+  404: { name: 'NotFound', text: 'Not found, or not visible to the caller' },
+  409: { name: 'Conflict', text: 'Conflicts with the current state' },
+  413: { name: 'PayloadTooLarge', text: 'Body over 1 MiB' },
+  415: { name: 'UnsupportedMediaType', text: 'Body not sent as `application/json`' },
+  422: { name: 'UnprocessableContent', text: 'Idempotency key reused with a different body' },
+  429: { name: 'TooManyRequests', text: 'Too many requests; see `Retry-After`' },
+  500: { name: 'InternalError', text: 'Unexpected error' },
+  503: { name: 'ServiceUnavailable', text: 'Temporarily unavailable (database unreachable)' },
 };
 
-function errorStatusesFor(meta: Meta, method: string): number[] {
-  const out = [400];
-  if (meta.auth !== 'public') out.push(401, 429);
-  if (meta.auth === 'permission' || meta.openapi?.path.startsWith('/auth')) out.push(403);
-  if (meta.openapi?.path.includes('{')) out.push(404);
-  if (method !== 'get' && method !== 'delete') out.push(413, 415);
-  out.push(500);
-  return [...new Set(out)].sort();
+function codesFor(status: number): string {
+  return ERROR_CODES.filter((c) => ERROR_STATUS[c] === status)
+    .map((c) => `\`${c}\``)
+    .join(', ');
 }
 
-/**
- * The OpenAPI 3.1 document of every `/v1` operation. trpc-to-openapi documents every success as 200 and knows
- * nothing of our error envelope, so both are added here from each procedure's meta.
- */
-export function buildOpenApiDocument(publicBaseUrl: string): OpenAPIObject {
-  const doc = generateOpenApiDocument(appRouter, {
-    title: 'Cloud Platform API',
-    version: '1.0.0',
-    description:
-      'Manage VPN connections, users and permissions, static sites, managed databases, billing and webhooks. ' +
-      'Every success body has `success: true`; every error body is the envelope `{success: false, error}`.',
-    baseUrl: `${publicBaseUrl}/v1`,
-  });
-  const components = (doc.components ??= {});
-  components.schemas = { ...(components.schemas ?? {}), Error: ERROR_SCHEMA };
-  const errorRef = { $ref: '#/components/schemas/Error' };
+function errorResponse(status: number, description?: string): Json {
+  const known = ERROR_RESPONSES[status];
+  const codes = codesFor(status);
+  const headers: Json = { 'X-Request-Id': headerRef('RequestId') };
+  if (status === 401) headers['WWW-Authenticate'] = headerRef('WWWAuthenticate');
+  if (status === 429) headers['Retry-After'] = headerRef('RetryAfter');
+  return {
+    description: `${description ?? known?.text ?? 'Error'}${codes ? ` (${codes})` : ''}`,
+    headers,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  };
+}
 
-  const byOperation = new Map<string, Meta>();
-  for (const proc of Object.values(
-    appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure>,
-  )) {
-    const meta = proc._def.meta as Meta | undefined;
-    if (meta?.openapi) byOperation.set(`${meta.openapi.method.toLowerCase()} ${meta.openapi.path}`, meta);
+const BODY_METHODS = new Set(['post', 'put', 'patch']);
+
+/** The error statuses an operation can answer, from its meta (who may call, path, method) and its declared extras. */
+function errorStatusesFor(meta: Meta, method: string, op: Json): number[] {
+  const out: number[] = [];
+  // A malformed path id is a 404, so only query parameters and bodies can be invalid input.
+  const params = (op.parameters as Json[] | undefined) ?? [];
+  const hasInput = params.some((p) => p.in === 'query') || op.requestBody !== undefined;
+  if (hasInput || BODY_METHODS.has(method)) out.push(400);
+  if (meta.auth !== 'public') out.push(401, 403, 429);
+  if (meta.openapi?.path.startsWith('/auth/')) out.push(403);
+  if (meta.openapi?.path.includes('{') || meta.openapi?.path.includes(':')) out.push(404);
+  if (BODY_METHODS.has(method)) out.push(413, 415);
+  out.push(500, 503);
+  const extra = meta.openapi?.errorResponses;
+  if (Array.isArray(extra)) out.push(...extra);
+  else if (extra) out.push(...Object.keys(extra).map(Number));
+  return [...new Set(out)].sort((a, b) => a - b);
+}
+
+function extraDescription(meta: Meta, status: number): string | undefined {
+  const extra = meta.openapi?.errorResponses;
+  return extra && !Array.isArray(extra) ? extra[status] : undefined;
+}
+
+/** `vpn.connections.list` → `vpnConnectionsList`. */
+function operationIdOf(procedurePath: string): string {
+  return procedurePath
+    .split(/[.\-_]/)
+    .filter(Boolean)
+    .map((part, i) => (i === 0 ? part : part[0]!.toUpperCase() + part.slice(1)))
+    .join('');
+}
+
+const normalizePath = (path: string) => path.replace(/:(\w+)/g, '{$1}').replace(/(.)\/$/, '$1');
+
+/** Fallback descriptions for fields that mean the same thing everywhere, when the schema gives none. */
+const FIELD_DESCRIPTIONS: Record<string, string> = {
+  success: 'Always `true` on success',
+  id: 'Identifier, `<prefix>_<opaque>`',
+  created_at: 'When it was created (ISO 8601 UTC, milliseconds)',
+  updated_at: 'When it last changed (ISO 8601 UTC, milliseconds)',
+  message: 'Human readable outcome',
+  total: 'Number of items matching the filters, on all pages',
+  page: 'Page number, starting at 1',
+  limit: 'Items per page',
+  has_more: 'Whether more items follow the last one returned',
+  organization_id: 'Organization id, `org_…`',
+  user_id: 'User id, `usr_…`',
+  name: 'Display name',
+  status: 'Current state',
+};
+
+/** Parameters carry their schema's description; filters and ids get a generic one when they have none. */
+function describeParameters(op: Json): void {
+  for (const param of (op.parameters as Json[] | undefined) ?? []) {
+    const schema = param.schema as Json | undefined;
+    if (param.description === undefined && typeof schema?.description === 'string') {
+      param.description = schema.description;
+      delete schema.description;
+    }
+    if (param.description !== undefined) continue;
+    const name = String(param.name);
+    if (param.in === 'path' && name === 'id') param.description = 'Identifier of the resource';
+    else if (param.in === 'path') param.description = `The \`${name}\` of the resource`;
+    else if (schema?.enum) param.description = `Only items whose \`${name}\` is this value`;
+    else if (name.endsWith('_id')) param.description = `Only items of this \`${name}\``;
   }
+}
 
-  for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    for (const [method, op] of Object.entries(item as Record<string, Json>)) {
-      const meta = byOperation.get(`${method} ${path}`);
-      if (!meta || typeof op !== 'object' || !op.responses) continue;
-      const responses = op.responses as Record<string, Json>;
-      if (meta.successStatus && responses['200']) {
-        const ok = responses['200'];
-        delete responses['200'];
-        responses[String(meta.successStatus)] = {
-          ...ok,
-          description: meta.successStatus === 201 ? 'Created; `Location` names the new resource' : 'Accepted',
-        };
-      }
-      for (const key of Object.keys(responses))
-        if (key !== 'default' && Number(key) >= 400) delete responses[key];
-      for (const status of errorStatusesFor(meta, method)) {
-        responses[String(status)] = {
-          description: ERROR_DESCRIPTIONS[status] ?? 'Error',
-          content: { 'application/json': { schema: errorRef } },
-        };
+const SAFE_INT = Number.MAX_SAFE_INTEGER;
+
+/** Walks every schema: fills well-known field descriptions, marks `*_at` strings as date-times, drops ±2^53 bounds. */
+function polishSchema(schema: unknown, seen = new Set<unknown>()): void {
+  if (!schema || typeof schema !== 'object' || seen.has(schema)) return;
+  seen.add(schema);
+  if (Array.isArray(schema)) {
+    for (const s of schema) polishSchema(s, seen);
+    return;
+  }
+  const s = schema as Json;
+  if (s.minimum === -SAFE_INT) delete s.minimum;
+  if (s.maximum === SAFE_INT) delete s.maximum;
+  const props = s.properties as Record<string, Json> | undefined;
+  if (props && typeof props === 'object') {
+    for (const [name, prop] of Object.entries(props)) {
+      if (!prop || typeof prop !== 'object' || '$ref' in prop) continue;
+      if (prop.description === undefined && FIELD_DESCRIPTIONS[name])
+        prop.description = FIELD_DESCRIPTIONS[name];
+      const types = Array.isArray(prop.type) ? prop.type : [prop.type];
+      if (name.endsWith('_at') && types.includes('string') && !prop.format && !prop.enum) {
+        prop.format = 'date-time';
       }
     }
   }
+  for (const [key, value] of Object.entries(s)) {
+    if (key === 'examples' || key === 'example' || key === 'enum' || key === 'const') continue;
+    polishSchema(value, seen);
+  }
+}
+
+/**
+ * Drops components nothing refers to: trpc-to-openapi registers its own error shapes (replaced here), and the
+ * error responses and headers declared above are only kept when some operation uses them.
+ */
+function pruneUnusedComponents(doc: OpenAPIObject): void {
+  const components = (doc.components ?? {}) as Record<string, Record<string, unknown> | undefined>;
+  const kinds = ['schemas', 'responses', 'headers'];
+  const used = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (!node || typeof node !== 'object') return;
+    if (Array.isArray(node)) return node.forEach(visit);
+    for (const [k, v] of Object.entries(node as Json)) {
+      const m = k === '$ref' && typeof v === 'string' ? /^#\/components\/(\w+)\/(.+)$/.exec(v) : null;
+      if (m && kinds.includes(m[1]!)) {
+        const key = `${m[1]}/${decodeURIComponent(m[2]!)}`;
+        if (!used.has(key)) {
+          used.add(key);
+          visit(components[m[1]!]?.[decodeURIComponent(m[2]!)]);
+        }
+      } else visit(v);
+    }
+  };
+  visit(doc.paths);
+  for (const kind of kinds) {
+    const group = components[kind];
+    if (!group) continue;
+    for (const name of Object.keys(group)) if (!used.has(`${kind}/${name}`)) delete group[name];
+  }
+}
+
+export interface OpenApiOptions {
+  /** Where the API is reached (`PUBLIC_BASE_URL`); without it the server URL is the relative `/v1`. */
+  publicBaseUrl?: string;
+  /** The router to document (tests pass their own). */
+  router?: AnyTRPCRouter;
+}
+
+/**
+ * The OpenAPI 3.1 document of every `/v1` operation. trpc-to-openapi generates paths and schemas from the router;
+ * everything it cannot know comes from each procedure's meta here: success status (201/202 and `Location`),
+ * the error envelope on every error status, security, tags, operation ids and the standard headers.
+ */
+export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
+  const router = opts.router ?? appRouter;
+  const doc = generateOpenApiDocument(router as never, {
+    title: API_TITLE,
+    version: API_VERSION,
+    description: API_DESCRIPTION,
+    baseUrl: opts.publicBaseUrl ? `${opts.publicBaseUrl.replace(/\/$/, '')}/v1` : '/v1',
+    securitySchemes: {
+      [SECURITY_SCHEME]: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description: 'Access token from `POST /auth/login`, `/auth/register` or `/auth/refresh`',
+      },
+    },
+  });
+  if (doc.servers?.[0]) doc.servers[0].description = 'This API';
+  doc.security = [{ [SECURITY_SCHEME]: [] }];
+
+  const components = (doc.components ??= {});
+  components.schemas = { ...(components.schemas ?? {}), Error: structuredClone(ERROR_SCHEMA) };
+  components.headers = structuredClone(HEADERS) as never;
+  const responses: Json = {};
+  for (const status of Object.keys(ERROR_RESPONSES).map(Number)) {
+    responses[ERROR_RESPONSES[status]!.name] = errorResponse(status);
+  }
+  components.responses = responses as never;
+
+  const byOperation = new Map<string, { meta: Meta; path: string }>();
+  const procedures = router._def.procedures as Record<string, AnyTRPCProcedure>;
+  for (const [procPath, proc] of Object.entries(procedures)) {
+    const meta = proc._def.meta as Meta | undefined;
+    if (!meta?.openapi || meta.openapi.enabled === false) continue;
+    byOperation.set(`${meta.openapi.method.toLowerCase()} ${normalizePath(meta.openapi.path)}`, {
+      meta,
+      path: procPath,
+    });
+  }
+
+  const usedTags: string[] = [];
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const [method, op] of Object.entries(item as Record<string, Json>)) {
+      const found = byOperation.get(`${method} ${path}`);
+      if (!found || typeof op !== 'object' || !op.responses) continue;
+      const { meta } = found;
+      if (!meta.openapi?.operationId) op.operationId = operationIdOf(found.path);
+      describeParameters(op);
+      const isPublic = meta.auth === 'public' || (meta.auth === undefined && meta.openapi?.protect === false);
+      op.security = isPublic ? [] : [{ [SECURITY_SCHEME]: [] }];
+      for (const tag of (op.tags as string[] | undefined) ?? [])
+        if (!usedTags.includes(tag)) usedTags.push(tag);
+
+      // A body schema without fields (`{}`) may be left out altogether.
+      const body = op.requestBody as Json | undefined;
+      const bodySchema = (body?.content as Record<string, Json> | undefined)?.['application/json']?.schema as
+        Json | undefined;
+      if (body && bodySchema && Object.keys((bodySchema.properties as Json | undefined) ?? {}).length === 0) {
+        body.required = false;
+      }
+
+      const oldResponses = op.responses as Record<string, Json>;
+      const status = meta.successStatus ?? 200;
+      const ok = oldResponses['200'] ?? { content: {} };
+      const successHeaders: Json = { 'X-Request-Id': headerRef('RequestId') };
+      if (status === 201) successHeaders.Location = headerRef('Location');
+      if (!isPublic) {
+        successHeaders['RateLimit-Policy'] = headerRef('RateLimitPolicy');
+        successHeaders.RateLimit = headerRef('RateLimit');
+      }
+      const successDescription =
+        meta.openapi?.successDescription ??
+        {
+          200: 'OK',
+          201: 'Created; `Location` is the URL of the new resource',
+          202: 'Accepted; the work goes on in the background',
+        }[status];
+      const newResponses: Record<string, Json> = {
+        [String(status)]: { description: successDescription, headers: successHeaders, content: ok.content },
+      };
+      for (const code of errorStatusesFor(meta, method, op)) {
+        const custom = extraDescription(meta, code);
+        const known = ERROR_RESPONSES[code];
+        newResponses[String(code)] =
+          known && !custom ? { $ref: `#/components/responses/${known.name}` } : errorResponse(code, custom);
+      }
+      op.responses = newResponses;
+    }
+  }
+
+  doc.tags = usedTags.map((name) => ({
+    name,
+    description: TAG_DESCRIPTIONS[name] ?? `Operations on ${name.toLowerCase()}.`,
+  }));
+
+  polishSchema(doc.paths);
+  polishSchema(components.schemas);
+  pruneUnusedComponents(doc);
   return doc;
 }
