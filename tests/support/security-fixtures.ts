@@ -1,0 +1,70 @@
+/**
+ * Security fixtures: what the security table (tests/support/security-table.ts, run by
+ * tests/security-table.test.ts) needs to know about procedures beyond their meta.
+ *
+ * The table goes through EVERY procedure of `appRouter` and checks, from the meta set by the base procedures:
+ * no token → 401; a member without the required permission (or role) → 403; an id of another organization → 404
+ * (and a malformed id → 404). For the last two it needs a resource of ANOTHER organization, which is what an
+ * entry here provides. Every procedure whose REST path has a parameter (`/vpn/connections/{id}`) must have one,
+ * or the table fails and names it.
+ *
+ * Adding an entry: key it by the procedure's tRPC path, create the resource as the other organization, return the
+ * complete input to call the procedure with (path id plus any body fields validation requires, so that the only
+ * reason left to fail is the foreign id):
+ *
+ * ```ts
+ *   'vpn.update': async ({ s, other }) => {
+ *     const { connection } = await s.caller(other.token).vpn.create({ name: 'x', location: 'eu-west', protocol: 'wireguard' });
+ *     return { id: connection.id, name: 'renamed' };
+ *   },
+ * ```
+ *
+ * `other` is the logged-in owner of a fresh organization on the `enterprise` plan (no plan limit in the way);
+ * `s` is the shared test server (`s.deps`, `s.caller(token)`). For a path id that is not tenant data (a global
+ * catalogue), return `notTenantScoped('why')` instead.
+ *
+ * Public procedures (no token needed) must be listed in PUBLIC_PROCEDURES with the reason; anything else without a
+ * token requirement fails the table.
+ */
+import type { TestUser } from './factories.js';
+import { createUser } from './factories.js';
+import type { TestServer } from './server.js';
+
+export interface FixtureContext {
+  s: TestServer;
+  /** Owner of another organization (enterprise plan), logged in. */
+  other: TestUser;
+}
+
+export interface NotTenantScoped {
+  notTenantScoped: string;
+}
+export const notTenantScoped = (reason: string): NotTenantScoped => ({ notTenantScoped: reason });
+
+export type SecurityFixture = (ctx: FixtureContext) => Promise<Record<string, unknown> | NotTenantScoped>;
+
+/** Procedures anyone may call without a token (conventions §4), with the reason. */
+export const PUBLIC_PROCEDURES: Record<string, string> = {
+  'auth.login': 'obtains a token',
+  'auth.register': 'creates an organization and its owner',
+  'auth.refresh': 'exchanges a refresh token',
+  'users.acceptInvitation': 'the invited user has no token yet',
+};
+
+export const securityFixtures: Record<string, SecurityFixture> = {
+  // Users
+  'users.get': async ({ other }) => ({ id: other.id }),
+  'users.update': async ({ s, other }) => {
+    const member = await createUser(s.deps, other.organizationId);
+    return { id: member.id, name: 'Renamed' };
+  },
+  'users.delete': async ({ s, other }) => {
+    const member = await createUser(s.deps, other.organizationId);
+    return { id: member.id };
+  },
+  'users.getPermissions': async ({ other }) => ({ id: other.id }),
+  'users.updatePermissions': async ({ s, other }) => {
+    const member = await createUser(s.deps, other.organizationId);
+    return { id: member.id, permissions: { vpn: { write: true } } };
+  },
+};
