@@ -1,3 +1,4 @@
+import { CompiledQuery, type Transaction } from 'kysely';
 import PgBoss from 'pg-boss';
 import type { Database, Em } from '../db/orm.js';
 
@@ -50,8 +51,11 @@ const SCHEMA = 'pgboss';
 function emExecutor(em: Em): PgBoss.Db {
   return {
     async executeSql(text, values) {
-      const rows = await em.execute(text, values ?? [], 'all');
-      return { rows: rows as unknown[] };
+      // em.execute() inlines `?` placeholders and drops the values of pg-boss's `$1` ones: send the query to the
+      // driver as it is, on the transaction's connection when there is one.
+      const runner = em.getTransactionContext<Transaction<unknown>>() ?? em.getConnection().getClient();
+      const result = await runner.executeQuery(CompiledQuery.raw(text, values ?? []));
+      return { rows: result.rows as unknown[] };
     },
   };
 }
