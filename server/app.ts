@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import Fastify, {
+  LogController,
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
@@ -73,7 +73,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
-    disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
+    // Per-request log lines only at debug/trace; errors are logged where they are converted.
+    logController: new LogController({
+      disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
+    }),
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     genReqId: (req) => {
@@ -82,9 +85,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     requestIdHeader: false,
     routerOptions: { ignoreTrailingSlash: true },
-    ...(config.tls
-      ? { https: { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) } }
-      : {}),
+    ...(config.tls ? { https: { cert: config.tls.cert, key: config.tls.key } } : {}),
   });
 
   app.addHook('onRequest', async (req, reply) => {

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { parseDurationList } from './lib/time.js';
 
@@ -21,8 +23,12 @@ const int = (name: string, min: number, max: number) =>
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+const NODE_ENVS = ['development', 'production', 'test'] as const;
+
 const ZEnv = z.object({
-  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  NODE_ENV: z
+    .enum(NODE_ENVS, { error: `NODE_ENV must be one of ${NODE_ENVS.join(', ')}` })
+    .default('development'),
   PORT: int('PORT', 0, 65535).default(3000),
   HOST: z.string().trim().min(1).default('127.0.0.1'),
   DATABASE_URL: z
@@ -46,7 +52,9 @@ const ZEnv = z.object({
   OWNER_NAME: z.string().trim().min(1).max(100).default('Owner'),
   ORGANIZATION_NAME: z.string().trim().min(1).max(100).default('My Organization'),
   SIGNUP_ENABLED: bool('SIGNUP_ENABLED').default(true),
-  PUBLIC_BASE_URL: z.url('PUBLIC_BASE_URL must be an absolute URL').optional(),
+  PUBLIC_BASE_URL: z
+    .url({ protocol: /^https?$/, error: 'PUBLIC_BASE_URL must be an absolute http:// or https:// URL' })
+    .optional(),
   BCRYPT_COST: int('BCRYPT_COST', 4, 15).default(12),
   TRUST_PROXY: bool('TRUST_PROXY').default(false),
   TLS_CERT_FILE: z.string().trim().min(1).optional(),
@@ -102,7 +110,8 @@ export interface Config {
   publicBaseUrl: string;
   bcryptCost: number;
   trustProxy: boolean;
-  tls: { certFile: string; keyFile: string } | undefined;
+  /** Certificate and key, read and checked as a pair at start. */
+  tls: { certFile: string; keyFile: string; cert: Buffer; key: Buffer } | undefined;
   provisioningDelayMs: number;
   webhook: { allowPrivateTargets: boolean; retryScheduleMs: number[]; timeoutMs: number };
   rateLimitBurst: number;
@@ -116,65 +125,108 @@ export class ConfigError extends Error {
   }
 }
 
-/** Parses the environment once. Throws ConfigError listing every problem, one line each. */
+type Env = z.infer<typeof ZEnv>;
+
+/** Values never repeated in an error message. */
+const SECRET_KEYS = new Set(['JWT_SECRET', 'OWNER_PASSWORD', 'DATABASE_URL']);
+
+function problemLine(key: string, message: string, value: string | undefined): string {
+  const line = message.startsWith(key) ? message : `${key}: ${message}`;
+  if (value === undefined || SECRET_KEYS.has(key)) return line;
+  const shown = value.length > 60 ? `${value.slice(0, 60)}…` : value;
+  return `${line} (got ${JSON.stringify(shown)})`;
+}
+
+/** Reads the TLS pair and checks that it loads; a problem line when it does not. */
+function loadTls(certFile: string, keyFile: string, problems: string[]): Config['tls'] {
+  let cert: Buffer;
+  let key: Buffer;
+  try {
+    cert = readFileSync(certFile);
+  } catch (err) {
+    problems.push(
+      `TLS_CERT_FILE: cannot read ${certFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+    return undefined;
+  }
+  try {
+    key = readFileSync(keyFile);
+  } catch (err) {
+    problems.push(`TLS_KEY_FILE: cannot read ${keyFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    return undefined;
+  }
+  try {
+    createSecureContext({ cert, key });
+  } catch {
+    problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be a PEM certificate and its matching private key');
+    return undefined;
+  }
+  return { certFile, keyFile, cert, key };
+}
+
+/**
+ * Parses the environment once. Throws ConfigError listing every problem, one line each: each variable is checked on
+ * its own, so one bad value does not hide another.
+ */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // An empty variable means "unset", as in most twelve-factor tooling.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const result = ZEnv.safeParse(cleaned);
   const problems: string[] = [];
-  if (!result.success) {
-    for (const issue of result.error.issues) {
-      const key = String(issue.path[0] ?? '');
-      const msg = issue.message.startsWith(key) ? issue.message : `${key}: ${issue.message}`;
-      problems.push(msg);
-    }
-    throw new ConfigError(problems);
+  const parsed: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(ZEnv.shape)) {
+    const result = (schema as z.ZodType).safeParse(cleaned[key]);
+    if (result.success) parsed[key] = result.data;
+    else
+      for (const issue of result.error.issues) problems.push(problemLine(key, issue.message, cleaned[key]));
   }
-  const e = result.data;
+  const e = parsed as Partial<Env>;
   const isProduction = e.NODE_ENV === 'production';
-  if (isProduction && !e.JWT_SECRET) problems.push('JWT_SECRET is required when NODE_ENV=production');
-  if (isProduction && e.BCRYPT_COST < 10)
+  if (isProduction && !e.JWT_SECRET && !cleaned.JWT_SECRET)
+    problems.push('JWT_SECRET is required when NODE_ENV=production');
+  if (isProduction && e.BCRYPT_COST !== undefined && e.BCRYPT_COST < 10)
     problems.push('BCRYPT_COST must be at least 10 when NODE_ENV=production');
   if (isProduction && e.WEBHOOK_ALLOW_PRIVATE_TARGETS)
     problems.push('WEBHOOK_ALLOW_PRIVATE_TARGETS cannot be true when NODE_ENV=production');
-  if (Boolean(e.OWNER_EMAIL) !== Boolean(e.OWNER_PASSWORD))
+  if (Boolean(cleaned.OWNER_EMAIL) !== Boolean(cleaned.OWNER_PASSWORD))
     problems.push('OWNER_EMAIL and OWNER_PASSWORD must be set together');
-  if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE))
+  if (Boolean(cleaned.TLS_CERT_FILE) !== Boolean(cleaned.TLS_KEY_FILE))
     problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  const tls =
+    e.TLS_CERT_FILE && e.TLS_KEY_FILE ? loadTls(e.TLS_CERT_FILE, e.TLS_KEY_FILE, problems) : undefined;
   if (problems.length) throw new ConfigError(problems);
+  const v = e as Env;
 
-  const displayHost = e.HOST === '0.0.0.0' || e.HOST === '::' ? 'localhost' : e.HOST;
-  const scheme = e.TLS_CERT_FILE ? 'https' : 'http';
+  const displayHost = v.HOST === '0.0.0.0' || v.HOST === '::' ? 'localhost' : v.HOST;
+  const scheme = tls ? 'https' : 'http';
   return {
-    nodeEnv: e.NODE_ENV,
+    nodeEnv: v.NODE_ENV,
     isProduction,
-    port: e.PORT,
-    host: e.HOST,
-    databaseUrl: e.DATABASE_URL,
-    dataDir: e.DATA_DIR,
-    jwtSecret: e.JWT_SECRET,
+    port: v.PORT,
+    host: v.HOST,
+    databaseUrl: v.DATABASE_URL,
+    dataDir: v.DATA_DIR,
+    jwtSecret: v.JWT_SECRET,
     owner:
-      e.OWNER_EMAIL && e.OWNER_PASSWORD
+      v.OWNER_EMAIL && v.OWNER_PASSWORD
         ? {
-            email: e.OWNER_EMAIL.toLowerCase(),
-            password: e.OWNER_PASSWORD,
-            name: e.OWNER_NAME,
-            organizationName: e.ORGANIZATION_NAME,
+            email: v.OWNER_EMAIL.toLowerCase(),
+            password: v.OWNER_PASSWORD,
+            name: v.OWNER_NAME,
+            organizationName: v.ORGANIZATION_NAME,
           }
         : undefined,
-    signupEnabled: e.SIGNUP_ENABLED,
-    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `${scheme}://${displayHost}:${e.PORT}`).replace(/\/+$/, ''),
-    bcryptCost: e.BCRYPT_COST,
-    trustProxy: e.TRUST_PROXY,
-    tls:
-      e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
-    provisioningDelayMs: e.PROVISIONING_DELAY_MS,
+    signupEnabled: v.SIGNUP_ENABLED,
+    publicBaseUrl: (v.PUBLIC_BASE_URL ?? `${scheme}://${displayHost}:${v.PORT}`).replace(/\/+$/, ''),
+    bcryptCost: v.BCRYPT_COST,
+    trustProxy: v.TRUST_PROXY,
+    tls,
+    provisioningDelayMs: v.PROVISIONING_DELAY_MS,
     webhook: {
-      allowPrivateTargets: e.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-      retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS,
-      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      retryScheduleMs: v.WEBHOOK_RETRY_SCHEDULE ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS,
+      timeoutMs: v.WEBHOOK_TIMEOUT_MS,
     },
-    rateLimitBurst: e.RATE_LIMIT_BURST,
-    logLevel: e.LOG_LEVEL,
+    rateLimitBurst: v.RATE_LIMIT_BURST,
+    logLevel: v.LOG_LEVEL,
   };
 }

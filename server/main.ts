@@ -13,9 +13,25 @@ try {
   throw err;
 }
 
-const deps = await startServices(config);
-const app = await buildApp(deps);
-await app.listen({ port: config.port, host: config.host });
+let deps: Awaited<ReturnType<typeof startServices>>;
+let app: Awaited<ReturnType<typeof buildApp>>;
+try {
+  deps = await startServices(config);
+  app = await buildApp(deps);
+  await app.listen({ port: config.port, host: config.host });
+} catch (err) {
+  // One readable line (database unreachable, port in use, ...): the details go to the debug log only.
+  const e = err as NodeJS.ErrnoException;
+  const reason =
+    e.code === 'EADDRINUSE'
+      ? `${config.host}:${config.port} is already in use (PORT, HOST)`
+      : e.code === 'EACCES'
+        ? `no permission to listen on ${config.host}:${config.port} (PORT, HOST)`
+        : e.message;
+  console.error(`Start failed: ${reason}`);
+  if (config.logLevel === 'debug' || config.logLevel === 'trace') console.error(err);
+  process.exit(1);
+}
 deps.log.info(
   { url: config.publicBaseUrl, database: deps.db.kind, docs: `${config.publicBaseUrl}/docs` },
   'server listening',

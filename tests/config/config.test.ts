@@ -1,0 +1,263 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { ConfigError, loadConfig, DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS } from '../../server/config.js';
+
+function problemsOf(env: Record<string, string | undefined>): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+/**
+ * Runs `tsx server/main.ts` (what `npm start` runs) with exactly `env` plus PATH and HOME, and resolves when it exits.
+ * tsx is started directly rather than through npx: it relays SIGTERM to the server, and npx adds its own output.
+ */
+function runMain(
+  env: Record<string, string>,
+  opts: { until?: RegExp; then?: (pid: number) => void; timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('node_modules/.bin/tsx', ['server/main.ts'], {
+      env: { PATH: process.env.PATH!, HOME: process.env.HOME!, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let triggered = false;
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`timed out; stdout: ${stdout}; stderr: ${stderr}`));
+    }, opts.timeoutMs ?? 60_000);
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+      if (opts.until && !triggered && opts.until.test(stdout)) {
+        triggered = true;
+        opts.then?.(child.pid!);
+      }
+    });
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('configuration (conventions §10)', () => {
+  describe('loadConfig', () => {
+    it('has the documented defaults on a development machine', () => {
+      const c = loadConfig({});
+      expect(c).to.deep.include({
+        nodeEnv: 'development',
+        isProduction: false,
+        port: 3000,
+        host: '127.0.0.1',
+        databaseUrl: undefined,
+        dataDir: './data',
+        jwtSecret: undefined,
+        owner: undefined,
+        signupEnabled: true,
+        publicBaseUrl: 'http://127.0.0.1:3000',
+        bcryptCost: 12,
+        trustProxy: false,
+        tls: undefined,
+        provisioningDelayMs: 2000,
+        rateLimitBurst: 100,
+        logLevel: 'info',
+      });
+      expect(c.webhook).to.deep.equal({
+        allowPrivateTargets: false,
+        retryScheduleMs: DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS,
+        timeoutMs: 10_000,
+      });
+    });
+
+    it('reads every variable', () => {
+      const c = loadConfig({
+        NODE_ENV: 'production',
+        PORT: '8443',
+        HOST: '0.0.0.0',
+        DATABASE_URL: 'postgres://app@db:5432/platform',
+        DATA_DIR: '/var/lib/platform',
+        JWT_SECRET: 's'.repeat(32),
+        OWNER_EMAIL: 'Boss@Example.com',
+        OWNER_PASSWORD: 'boss-password',
+        OWNER_NAME: 'Boss',
+        ORGANIZATION_NAME: 'Boss Inc',
+        SIGNUP_ENABLED: 'false',
+        PUBLIC_BASE_URL: 'https://api.example.com/',
+        BCRYPT_COST: '11',
+        TRUST_PROXY: 'true',
+        PROVISIONING_DELAY_MS: '50',
+        WEBHOOK_RETRY_SCHEDULE: '1s,2s,3m',
+        WEBHOOK_TIMEOUT_MS: '5000',
+        RATE_LIMIT_BURST: '7',
+        LOG_LEVEL: 'warn',
+      });
+      expect(c).to.deep.include({
+        isProduction: true,
+        port: 8443,
+        host: '0.0.0.0',
+        databaseUrl: 'postgres://app@db:5432/platform',
+        owner: {
+          email: 'boss@example.com',
+          password: 'boss-password',
+          name: 'Boss',
+          organizationName: 'Boss Inc',
+        },
+        signupEnabled: false,
+        publicBaseUrl: 'https://api.example.com',
+        bcryptCost: 11,
+        trustProxy: true,
+        provisioningDelayMs: 50,
+        rateLimitBurst: 7,
+        logLevel: 'warn',
+      });
+      expect(c.webhook.retryScheduleMs).to.deep.equal([1000, 2000, 180_000]);
+    });
+
+    it('treats empty variables as unset', () => {
+      expect(loadConfig({ PORT: '', JWT_SECRET: '', SIGNUP_ENABLED: '' }).port).to.equal(3000);
+    });
+
+    it('reports every bad value, one readable line each, without repeating secrets', () => {
+      const problems = problemsOf({
+        NODE_ENV: 'staging',
+        PORT: 'eighty',
+        DATABASE_URL: 'mysql://root:topsecret@db/x',
+        JWT_SECRET: 'short-secret',
+        OWNER_EMAIL: 'not-an-email',
+        OWNER_PASSWORD: 'tiny',
+        SIGNUP_ENABLED: 'maybe',
+        PUBLIC_BASE_URL: 'ftp://files.example.com',
+        BCRYPT_COST: '40',
+        TRUST_PROXY: 'sometimes',
+        PROVISIONING_DELAY_MS: '-5',
+        WEBHOOK_RETRY_SCHEDULE: '1s,,soon',
+        WEBHOOK_TIMEOUT_MS: '10',
+        RATE_LIMIT_BURST: '0',
+        LOG_LEVEL: 'loud',
+      });
+      const expected = [
+        'NODE_ENV',
+        'PORT',
+        'DATABASE_URL',
+        'JWT_SECRET',
+        'OWNER_EMAIL',
+        'OWNER_PASSWORD',
+        'SIGNUP_ENABLED',
+        'PUBLIC_BASE_URL',
+        'BCRYPT_COST',
+        'TRUST_PROXY',
+        'PROVISIONING_DELAY_MS',
+        'WEBHOOK_RETRY_SCHEDULE',
+        'WEBHOOK_TIMEOUT_MS',
+        'RATE_LIMIT_BURST',
+        'LOG_LEVEL',
+      ];
+      for (const key of expected) {
+        expect(
+          problems.filter((p) => p.startsWith(key)),
+          `${key} in ${problems.join(' | ')}`,
+        ).to.have.length(1);
+      }
+      expect(problems).to.have.length(expected.length);
+      for (const p of problems) expect(p).not.to.include('\n');
+      expect(problems.join('\n')).not.to.match(/topsecret|short-secret|tiny/);
+      expect(problems.find((p) => p.startsWith('PORT'))).to.equal(
+        'PORT must be a whole number (got "eighty")',
+      );
+    });
+
+    it('refuses production without JWT_SECRET, with a low bcrypt cost, or with private webhook targets', () => {
+      const problems = problemsOf({
+        NODE_ENV: 'production',
+        BCRYPT_COST: '8',
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+        PORT: 'x',
+      });
+      expect(problems).to.have.members([
+        'PORT must be a whole number (got "x")',
+        'JWT_SECRET is required when NODE_ENV=production',
+        'BCRYPT_COST must be at least 10 when NODE_ENV=production',
+        'WEBHOOK_ALLOW_PRIVATE_TARGETS cannot be true when NODE_ENV=production',
+      ]);
+      expect(problemsOf({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32) })).to.deep.equal([]);
+      expect(problemsOf({ NODE_ENV: 'test', BCRYPT_COST: '4' })).to.deep.equal([]);
+    });
+
+    it('needs OWNER_EMAIL with OWNER_PASSWORD and TLS_CERT_FILE with TLS_KEY_FILE', () => {
+      expect(problemsOf({ OWNER_EMAIL: 'a@b.test' })).to.deep.equal([
+        'OWNER_EMAIL and OWNER_PASSWORD must be set together',
+      ]);
+      expect(problemsOf({ TLS_KEY_FILE: '/k.pem' })).to.deep.equal([
+        'TLS_CERT_FILE and TLS_KEY_FILE must be set together',
+      ]);
+    });
+
+    it('checks that the TLS files exist and hold a certificate and its key', () => {
+      const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+      try {
+        writeFileSync(join(dir, 'junk.pem'), 'not a certificate');
+        expect(
+          problemsOf({ TLS_CERT_FILE: join(dir, 'missing.pem'), TLS_KEY_FILE: join(dir, 'junk.pem') }),
+        ).to.deep.equal([`TLS_CERT_FILE: cannot read ${join(dir, 'missing.pem')} (ENOENT)`]);
+        expect(
+          problemsOf({ TLS_CERT_FILE: join(dir, 'junk.pem'), TLS_KEY_FILE: join(dir, 'junk.pem') }),
+        ).to.deep.equal([
+          'TLS_CERT_FILE and TLS_KEY_FILE must be a PEM certificate and its matching private key',
+        ]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
+  describe('tsx server/main.ts', function () {
+    this.timeout(90_000);
+
+    it('exits 1 with one line per problem when the configuration is invalid', async () => {
+      const res = await runMain({
+        NODE_ENV: 'production',
+        PORT: '99999',
+        LOG_LEVEL: 'loud',
+        BCRYPT_COST: '9',
+      });
+      expect(res.code).to.equal(1);
+      const lines = res.stderr.trim().split('\n');
+      expect(lines[0]).to.equal('Invalid configuration:');
+      expect(lines.slice(1)).to.have.members([
+        '  - PORT must be between 0 and 65535 (got "99999")',
+        '  - LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
+        '  - JWT_SECRET is required when NODE_ENV=production',
+        '  - BCRYPT_COST must be at least 10 when NODE_ENV=production',
+      ]);
+      expect(res.stdout).to.equal('');
+    });
+
+    it('starts without warnings, and on SIGTERM stops and exits 0', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'main-'));
+      try {
+        const env: Record<string, string> = { PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'info' };
+        if (process.env.DATABASE_URL) env.DATABASE_URL = process.env.DATABASE_URL;
+        const res = await runMain(env, {
+          until: /server listening/,
+          then: (pid) => process.kill(pid, 'SIGTERM'),
+        });
+        expect(res.code, res.stderr).to.equal(0);
+        expect(res.stderr).to.equal('');
+        expect(res.stdout).to.match(/shutting down/);
+        expect(res.stdout).not.to.match(/Deprecation|FSTDEP|Warning/i);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+});
