@@ -330,7 +330,7 @@ describe('auth flows (conventions §4)', () => {
     async function claimsOf() {
       const owner = await createOrg(s.deps);
       const p = jwt.decode(owner.token) as jwt.JwtPayload;
-      return { owner, claims: { sub: p.sub, org: p.org, sid: p.sid, jti: p.jti } };
+      return { owner, claims: { sub: p.sub!, org: p.org as string, sid: p.sid as string, jti: p.jti! } };
     }
 
     it('accepts the genuine token (control)', async () => {
