@@ -4,6 +4,8 @@ import { LoginSession, LoginThrottle, RefreshToken } from './access/session.enti
 import { Event } from './events/event.entity.js';
 import { BaseSchema } from './db/base.entity.js';
 import { UserInvitation } from './modules/users/user-invitation.entity.js';
+import { VpnConnection } from './modules/vpn/vpn-connection.entity.js';
+import { VpnServer } from './modules/vpn/vpn-server.entity.js';
 
 /** Every entity the ORM knows. Modules add theirs here. */
 export const entities = [
@@ -15,4 +17,6 @@ export const entities = [
   LoginThrottle,
   Event,
   UserInvitation,
+  VpnServer,
+  VpnConnection,
 ];

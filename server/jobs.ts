@@ -1,5 +1,6 @@
 import type { JobQueue } from './jobs/queue.js';
 import { purgeExpiredSessions } from './modules/auth/auth.service.js';
+import { defineVpnJobs } from './modules/vpn/vpn.jobs.js';
 import type { AppDeps } from './trpc/context.js';
 
 /** Every background job of every module, registered on the queue before it starts. */
@@ -12,4 +13,5 @@ export function defineJobs(jobs: JobQueue, deps: AppDeps): void {
       if (n > 0) deps.log.info({ purged: n }, 'purged expired login sessions');
     },
   });
+  defineVpnJobs(jobs, deps);
 }

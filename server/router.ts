@@ -1,11 +1,13 @@
 import { authRouter } from './modules/auth/auth.router.js';
 import { usersRouter } from './modules/users/users.router.js';
+import { vpnRouter } from './modules/vpn/vpn.router.js';
 import { router } from './trpc/init.js';
 
 /** The whole API. The client SDK imports this type only. */
 export const appRouter = router({
   auth: authRouter,
   users: usersRouter,
+  vpn: vpnRouter,
 });
 
 export type AppRouter = typeof appRouter;

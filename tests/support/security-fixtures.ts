@@ -67,4 +67,19 @@ export const securityFixtures: Record<string, SecurityFixture> = {
     const member = await createUser(s.deps, other.organizationId);
     return { id: member.id, permissions: { vpn: { write: true } } };
   },
+
+  // VPN
+  'vpn.connections.get': async ({ s, other }) => ({ id: await otherOrgConnection(s, other) }),
+  'vpn.connections.update': async ({ s, other }) => ({
+    id: await otherOrgConnection(s, other),
+    name: 'Renamed',
+  }),
+  'vpn.connections.delete': async ({ s, other }) => ({ id: await otherOrgConnection(s, other) }),
 };
+
+async function otherOrgConnection(s: TestServer, other: TestUser): Promise<string> {
+  const { connection } = await s
+    .caller(other.token)
+    .vpn.connections.create({ name: 'Other org', location: 'eu-west', protocol: 'wireguard' });
+  return connection.id;
+}

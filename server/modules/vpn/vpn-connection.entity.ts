@@ -1,0 +1,48 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { Organization } from '../../access/organization.entity.js';
+import { registerOwnedResource } from '../../access/owned-resources.js';
+import { User } from '../../access/user.entity.js';
+import { BaseSchema } from '../../db/base.entity.js';
+import { CONNECTION_STATUSES, VPN_PROTOCOLS } from './vpn.constants.js';
+import { VpnServer } from './vpn-server.entity.js';
+
+export const VpnConnectionSchema = defineEntity({
+  name: 'VpnConnection',
+  tableName: 'vpn_connections',
+  extends: BaseSchema,
+  properties: {
+    organization: () => p.manyToOne(Organization).index(),
+    /** The owner: the user who created it (or received it when that user was deleted). */
+    user: () => p.manyToOne(User).index(),
+    server: () => p.manyToOne(VpnServer).index(),
+    name: p.string().length(100),
+    location: p.string().length(32),
+    protocol: p.enum(VPN_PROTOCOLS),
+    status: p.enum(CONNECTION_STATUSES).default('connecting'),
+    /** Why the connection is in `error` (or was refused), for humans. */
+    statusMessage: p.string().length(300).nullable(),
+    autoConnect: p.boolean().default(false),
+    /** Bumped on every (re)connect: an activation job only acts on the generation it was queued for. */
+    connectGeneration: p.integer().default(1),
+    /** WireGuard only; the private half is never stored. */
+    clientPublicKey: p.string().length(44).nullable(),
+    clientAddress: p.string().length(43).nullable(),
+    connectedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    lastActivity: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    /** Totals as of `lastActivity`; reads of an active connection add the traffic since (vpn.simulation.ts). */
+    uploadBytes: p.bigint('number').default(0),
+    downloadBytes: p.bigint('number').default(0),
+    /** Totals when the current session started. */
+    sessionUploadBase: p.bigint('number').default(0),
+    sessionDownloadBase: p.bigint('number').default(0),
+    /** Simulated bytes per second of the current session. */
+    uploadRate: p.integer().default(0),
+    downloadRate: p.integer().default(0),
+  },
+});
+
+export class VpnConnection extends VpnConnectionSchema.class {}
+VpnConnectionSchema.setClass(VpnConnection);
+
+// Deleting a user moves their connections to the user who deleted them; `activity.vpn_connections` counts them.
+registerOwnedResource({ table: 'vpn_connections', activity: 'vpn_connections' });

@@ -1,0 +1,198 @@
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { z } from 'zod';
+import { Organization } from '../../access/organization.entity.js';
+import type { Em } from '../../db/orm.js';
+import type { EventType } from '../../events/event-types.js';
+import { recordEvent } from '../../events/record-event.js';
+import { AppError } from '../../lib/errors.js';
+import { isId, newId } from '../../lib/ids.js';
+import type { Context } from '../../trpc/context.js';
+import {
+  DEFAULT_OPENVPN_PORT,
+  DEFAULT_WIREGUARD_PORT,
+  SERVER_STATUSES,
+  VPN_LOCATIONS,
+  VPN_PROTOCOLS,
+  type VpnLocation,
+  type VpnProtocol,
+} from './vpn.constants.js';
+import { VpnConnection } from './vpn-connection.entity.js';
+import { VpnServer } from './vpn-server.entity.js';
+import { toConnectionDetailDto, toServerDto } from './vpn.dto.js';
+import type { TListServersInput, TListServersOutput, TServer } from './vpn.schema.js';
+import { storeUsage } from './vpn.simulation.js';
+import { generateWireguardKeyPair } from './wireguard.js';
+
+/** Servers a connection may use: in the catalogue, `online`, supporting the protocol. */
+export function availableServerFilter(location: VpnLocation, protocol: VpnProtocol): FilterQuery<VpnServer> {
+  return { location, status: 'online', deletedAt: null, protocols: { $contains: [protocol] } };
+}
+
+export async function listServers(ctx: Context, input: TListServersInput): Promise<TListServersOutput> {
+  const servers = await ctx.em.find(
+    VpnServer,
+    {
+      deletedAt: null,
+      ...(input.location ? { location: input.location } : {}),
+      ...(input.protocol ? { protocols: { $contains: [input.protocol] } } : {}),
+    },
+    { orderBy: { location: 'asc', city: 'asc', id: 'asc' } },
+  );
+  return { success: true, servers: servers.map(toServerDto), total: servers.length };
+}
+
+/**
+ * The least loaded server that can take a new connection, or a 400 that says what is available instead.
+ */
+export async function pickServerOrThrow(
+  em: Em,
+  location: VpnLocation,
+  protocol: VpnProtocol,
+): Promise<VpnServer> {
+  const server = await em.findOne(VpnServer, availableServerFilter(location, protocol), {
+    orderBy: { load: 'asc', id: 'asc' },
+  });
+  if (server) return server;
+  const elsewhere = await em.find(
+    VpnServer,
+    { status: 'online', deletedAt: null, protocols: { $contains: [protocol] } },
+    { fields: ['location'], orderBy: { location: 'asc' } },
+  );
+  const locations = [...new Set(elsewhere.map((s) => s.location))];
+  const message =
+    `No online server in ${location} supports ${protocol}` +
+    (locations.length ? `; ${protocol} is available in: ${locations.join(', ')}` : '');
+  throw new AppError('VALIDATION_ERROR', message, { details: [{ path: 'location', message }] });
+}
+
+/**
+ * Records one event for every organization, in the caller's transaction (catalogue changes concern everyone).
+ */
+export async function recordEventForEveryOrganization(
+  em: Em,
+  type: EventType,
+  object: Record<string, unknown>,
+  now: Date,
+): Promise<number> {
+  const orgs = await em.find(Organization, {}, { fields: ['id'] });
+  for (const org of orgs) recordEvent(em, type, object, org.id, now);
+  return orgs.length;
+}
+
+const hostname =
+  /^(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const ipv4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+export const ZAddServerInput = z.strictObject({
+  location: z.enum(VPN_LOCATIONS),
+  city: z.string().trim().min(1).max(100),
+  country: z.string().trim().min(1).max(100),
+  country_code: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code')
+    .transform((s) => s.toUpperCase()),
+  protocols: z
+    .array(z.enum(VPN_PROTOCOLS))
+    .min(1, 'at least one protocol')
+    .transform((a) => [...new Set(a)]),
+  host: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .refine((h) => ipv4.test(h) || hostname.test(h), 'must be a host name or IPv4 address'),
+  port: z.number().int().min(1).max(65535).default(DEFAULT_WIREGUARD_PORT),
+  openvpn_port: z.number().int().min(1).max(65535).default(DEFAULT_OPENVPN_PORT),
+  status: z.enum(SERVER_STATUSES).default('online'),
+  load: z.number().int().min(0).max(100).default(0),
+  latency: z.number().int().min(0).max(10_000).default(0),
+});
+export type TAddServerInput = z.input<typeof ZAddServerInput>;
+
+/** Adds a server with a fresh key pair and tells every organization (`vpn.server.created`), in one transaction. */
+export async function addServer(
+  em: Em,
+  raw: TAddServerInput,
+  now: Date,
+): Promise<{ server: TServer; organizations: number }> {
+  const input = ZAddServerInput.parse(raw);
+  const keys = generateWireguardKeyPair();
+  return em.transactional(async (tx) => {
+    const clash = await tx.count(VpnServer, { host: input.host, port: input.port, deletedAt: null });
+    if (clash > 0) throw new AppError('CONFLICT', `A server at ${input.host}:${input.port} already exists`);
+    const server = tx.create(VpnServer, {
+      id: newId('srv'),
+      createdAt: now,
+      updatedAt: now,
+      location: input.location,
+      city: input.city,
+      country: input.country,
+      countryCode: input.country_code,
+      host: input.host,
+      port: input.port,
+      openvpnPort: input.openvpn_port,
+      protocols: input.protocols,
+      status: input.status,
+      load: input.load,
+      latency: input.latency,
+      publicKey: keys.publicKey,
+      privateKey: keys.privateKey,
+      lastPeerIndex: 1,
+      deletedAt: null,
+    });
+    const dto = toServerDto(server);
+    const organizations = await recordEventForEveryOrganization(tx, 'vpn.server.created', dto, now);
+    return { server: dto, organizations };
+  });
+}
+
+/**
+ * Removes a server from the catalogue. Its connections that were `connecting` or `active` go to `error` (active
+ * ones emit `vpn.disconnected`); every organization gets `vpn.server.deleted`. One transaction.
+ */
+export async function removeServer(
+  em: Em,
+  id: string,
+  now: Date,
+): Promise<{ server: TServer; organizations: number; connectionsAffected: number }> {
+  if (!isId('srv', id)) throw new AppError('NOT_FOUND', `Server ${id} not found`);
+  return em.transactional(async (tx) => {
+    const server = await tx.findOne(
+      VpnServer,
+      { id, deletedAt: null },
+      { lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
+    if (!server) throw new AppError('NOT_FOUND', `Server ${id} not found`);
+    server.deletedAt = now;
+    const connections = await tx.find(
+      VpnConnection,
+      { server: server.id, status: { $in: ['connecting', 'active'] } },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' } },
+    );
+    for (const c of connections) {
+      const wasActive = c.status === 'active';
+      if (wasActive) storeUsage(c, now);
+      c.status = 'error';
+      c.statusMessage = 'The server of this connection was removed from the catalogue';
+      c.connectedAt = null;
+      c.connectGeneration += 1;
+      if (wasActive) {
+        const object = toConnectionDetailDto(c, server, now);
+        recordEvent(tx, 'vpn.disconnected', object, c.organization.id, now);
+      }
+    }
+    const dto = toServerDto(server);
+    const organizations = await recordEventForEveryOrganization(tx, 'vpn.server.deleted', dto, now);
+    return { server: dto, organizations, connectionsAffected: connections.length };
+  });
+}
+
+/** Every server of the catalogue (operator view). */
+export async function allServers(em: Em): Promise<TServer[]> {
+  const servers = await em.find(
+    VpnServer,
+    { deletedAt: null },
+    { orderBy: { location: 'asc', city: 'asc', id: 'asc' } },
+  );
+  return servers.map(toServerDto);
+}

@@ -1,0 +1,115 @@
+import { router } from '../../trpc/init.js';
+import { requirePermission } from '../../trpc/procedures.js';
+import {
+  ZConnectionIdInput,
+  ZConnectionOutput,
+  ZCreateConnectionInput,
+  ZDeleteConnectionOutput,
+  ZListConnectionsInput,
+  ZListConnectionsOutput,
+  ZListServersInput,
+  ZListServersOutput,
+  ZUpdateConnectionInput,
+} from './vpn.schema.js';
+import * as vpn from './vpn.service.js';
+import * as servers from './vpn-servers.service.js';
+
+const tags = ['VPN'];
+
+const connections = router({
+  list: requirePermission('vpn:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/vpn/connections',
+        tags,
+        summary: "List the caller's VPN connections",
+        description:
+          'Newest first, paged. Owners and admins may pass `user_id` (or `all`) to see other users’ connections; ' +
+          'for a member, another user’s id gives an empty list.',
+      },
+    })
+    .input(ZListConnectionsInput)
+    .output(ZListConnectionsOutput)
+    .query(({ ctx, input }) => vpn.listConnections(ctx, input)),
+
+  create: requirePermission('vpn:write')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/vpn/connections',
+        tags,
+        summary: 'Create a VPN connection',
+        description:
+          'The connection starts `connecting` and becomes `active` after the provisioning delay (emitting ' +
+          '`vpn.connected`). A WireGuard connection gets its own key pair: this response alone carries ' +
+          '`connection.config.wg_quick`, a ready `wg-quick` configuration with the client private key, which is ' +
+          'not stored. Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`.',
+      },
+      successStatus: 201,
+    })
+    .input(ZCreateConnectionInput)
+    .output(ZConnectionOutput)
+    .mutation(({ ctx, input }) => vpn.createConnection(ctx, input)),
+
+  get: requirePermission('vpn:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/vpn/connections/{id}',
+        tags,
+        summary: 'A VPN connection (detail view)',
+      },
+    })
+    .input(ZConnectionIdInput)
+    .output(ZConnectionOutput)
+    .query(({ ctx, input }) => vpn.getConnection(ctx, input)),
+
+  update: requirePermission('vpn:write')
+    .meta({
+      openapi: {
+        method: 'PUT',
+        path: '/vpn/connections/{id}',
+        tags,
+        summary: 'Rename, set auto-connect, disconnect or reconnect a VPN connection',
+        description:
+          '`status: "inactive"` disconnects (emitting `vpn.disconnected` if it was active); `status: "active"` ' +
+          'reconnects an inactive or failed connection through `connecting`.',
+      },
+    })
+    .input(ZUpdateConnectionInput)
+    .output(ZConnectionOutput)
+    .mutation(({ ctx, input }) => vpn.updateConnection(ctx, input)),
+
+  delete: requirePermission('vpn:delete')
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/vpn/connections/{id}',
+        tags,
+        summary: 'Delete a VPN connection',
+        description: 'Emits `vpn.disconnected` when the connection was active.',
+      },
+    })
+    .input(ZConnectionIdInput)
+    .output(ZDeleteConnectionOutput)
+    .mutation(({ ctx, input }) => vpn.deleteConnection(ctx, input)),
+});
+
+const serverCatalogue = router({
+  list: requirePermission('vpn:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/vpn/servers',
+        tags,
+        summary: 'The VPN server catalogue',
+        description: 'Servers in the catalogue, by location. Private keys are never returned.',
+      },
+    })
+    .input(ZListServersInput)
+    .output(ZListServersOutput)
+    .query(({ ctx, input }) => servers.listServers(ctx, input)),
+});
+
+export const vpnRouter = router({ connections, servers: serverCatalogue });

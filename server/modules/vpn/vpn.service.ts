@@ -1,0 +1,292 @@
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import type { Actor } from '../../access/actor.js';
+import { Organization } from '../../access/organization.entity.js';
+import { actsOnWholeOrganization, inOrganization, ownedBy, ownedListFilter } from '../../access/scope.js';
+import { User } from '../../access/user.entity.js';
+import type { Em } from '../../db/orm.js';
+import { recordEvent } from '../../events/record-event.js';
+import { AppError } from '../../lib/errors.js';
+import { isId, newId } from '../../lib/ids.js';
+import { findPage } from '../../lib/pagination.js';
+import { planLimit } from '../../lib/plans.js';
+import type { AppDeps, Context } from '../../trpc/context.js';
+import { VPN_ACTIVATE_JOB } from './vpn.constants.js';
+import { VpnConnection } from './vpn-connection.entity.js';
+import { VpnServer } from './vpn-server.entity.js';
+import { serverEndpoint, toConnectionDetailDto, toConnectionDto } from './vpn.dto.js';
+import type {
+  TConnectionIdInput,
+  TConnectionOutput,
+  TCreateConnectionInput,
+  TDeleteConnectionOutput,
+  TListConnectionsInput,
+  TListConnectionsOutput,
+  TUpdateConnectionInput,
+} from './vpn.schema.js';
+import { pickServerOrThrow } from './vpn-servers.service.js';
+import { startSession, storeUsage } from './vpn.simulation.js';
+import { clientAddress, generateWireguardKeyPair, wgQuickConfig } from './wireguard.js';
+
+export interface ActivateJobData {
+  connection_id: string;
+  generation: number;
+}
+
+function notFound(): AppError {
+  return new AppError('NOT_FOUND', 'VPN connection not found');
+}
+
+/** The caller's view of one connection: another tenant's or (for members) another user's is not found. */
+function scopedFilter(actor: Actor, id: string): FilterQuery<VpnConnection> {
+  if (!isId('vpn', id)) throw notFound();
+  return { id, ...ownedBy(actor) } as FilterQuery<VpnConnection>;
+}
+
+/**
+ * Queues the activation of a connection inside the transaction that made it `connecting` (so the job exists
+ * exactly when that commits), and wakes the worker when it is due instead of waiting for its next poll.
+ */
+async function queueActivation(ctx: Context, tx: Em, data: ActivateJobData): Promise<() => void> {
+  const delayMs = ctx.deps.config.provisioningDelayMs;
+  await ctx.deps.jobs.send(VPN_ACTIVATE_JOB, data, { em: tx, delayMs });
+  return () => {
+    setTimeout(() => ctx.deps.jobs.notify(VPN_ACTIVATE_JOB), delayMs + 25).unref();
+  };
+}
+
+export async function listConnections(
+  ctx: Context,
+  input: TListConnectionsInput,
+): Promise<TListConnectionsOutput> {
+  const actor = ctx.actor!;
+  // The caller's own by default; owners and admins may name a user, or `all` for the whole organization.
+  const where: Record<string, unknown> =
+    input.user_id === 'all' && actsOnWholeOrganization(actor)
+      ? inOrganization(actor)
+      : ownedListFilter(actor, { userId: input.user_id });
+  if (input.status) where.status = input.status;
+  if (input.protocol) where.protocol = input.protocol;
+  if (input.location) where.location = input.location;
+
+  const page = await findPage(ctx.em, VpnConnection, where as FilterQuery<VpnConnection>, input);
+  const now = ctx.deps.clock.now();
+  return {
+    success: true,
+    connections: page.items.map((c) => toConnectionDto(c, now)),
+    total: page.total,
+    page: page.page,
+    limit: page.limit,
+  };
+}
+
+export async function getConnection(ctx: Context, input: TConnectionIdInput): Promise<TConnectionOutput> {
+  const c = await ctx.em.findOne(VpnConnection, scopedFilter(ctx.actor!, input.id), { populate: ['server'] });
+  if (!c) throw notFound();
+  return { success: true, connection: toConnectionDetailDto(c, c.server, ctx.deps.clock.now()) };
+}
+
+function planLimitExceeded(limit: number, current: number): AppError {
+  return new AppError(
+    'PLAN_LIMIT_EXCEEDED',
+    `Your plan allows ${limit} VPN connections; delete one or upgrade the plan`,
+    { details: [{ resource: 'vpn_connections', limit, current }] },
+  );
+}
+
+export async function createConnection(
+  ctx: Context,
+  input: TCreateConnectionInput,
+): Promise<TConnectionOutput> {
+  const actor = ctx.actor!;
+  const server = await pickServerOrThrow(ctx.em, input.location, input.protocol);
+  // The private half leaves this function only inside the create response; it is never stored.
+  const keys = input.protocol === 'wireguard' ? generateWireguardKeyPair() : null;
+  const id = newId('vpn');
+
+  const { connection, wake } = await ctx.em.transactional(async (tx) => {
+    const now = ctx.deps.clock.now();
+    // Concurrent creates of one organization queue on its row, so each counts what the previous ones committed.
+    const org = await tx.findOneOrFail(Organization, actor.organizationId, {
+      lockMode: LockMode.PESSIMISTIC_WRITE,
+    });
+    const limit = planLimit(org.plan, 'vpn_connections');
+    if (Number.isFinite(limit)) {
+      const current = await tx.count(VpnConnection, { organization: org.id });
+      if (current >= limit) throw planLimitExceeded(limit, current);
+    }
+    let address: string | null = null;
+    if (keys) {
+      // Claims the next tunnel address of the server; the condition re-checks availability under the row lock.
+      const claimed = await tx.execute<{ last_peer_index: number }[]>(
+        `update vpn_servers set last_peer_index = last_peer_index + 1
+          where id = ? and deleted_at is null and status = 'online' and ? = any(protocols)
+          returning last_peer_index`,
+        [server.id, input.protocol],
+      );
+      if (claimed.length === 0) {
+        const message = `The server in ${input.location} stopped accepting connections; try again`;
+        throw new AppError('VALIDATION_ERROR', message, { details: [{ path: 'location', message }] });
+      }
+      address = clientAddress(Number(claimed[0]!.last_peer_index));
+    }
+    const c = tx.create(VpnConnection, {
+      id,
+      createdAt: now,
+      updatedAt: now,
+      organization: org,
+      user: tx.getReference(User, actor.userId),
+      server: tx.getReference(VpnServer, server.id),
+      name: input.name,
+      location: server.location,
+      protocol: input.protocol,
+      status: 'connecting',
+      statusMessage: null,
+      autoConnect: input.auto_connect ?? false,
+      connectGeneration: 1,
+      clientPublicKey: keys?.publicKey ?? null,
+      clientAddress: address,
+      connectedAt: null,
+      lastActivity: null,
+      uploadBytes: 0,
+      downloadBytes: 0,
+      sessionUploadBase: 0,
+      sessionDownloadBase: 0,
+      uploadRate: 0,
+      downloadRate: 0,
+    });
+    const wake = await queueActivation(ctx, tx, { connection_id: id, generation: 1 });
+    return { connection: c, wake };
+  });
+  wake();
+
+  const wgQuick =
+    keys && connection.clientAddress
+      ? wgQuickConfig({
+          name: connection.name,
+          clientPrivateKey: keys.privateKey,
+          address: connection.clientAddress,
+          serverPublicKey: server.publicKey,
+          endpoint: serverEndpoint(server, 'wireguard'),
+        })
+      : null;
+  ctx.response.headers.Location = `${ctx.deps.config.publicBaseUrl}/v1/vpn/connections/${id}`;
+  return {
+    success: true,
+    connection: toConnectionDetailDto(connection, server, ctx.deps.clock.now(), wgQuick),
+  };
+}
+
+export async function updateConnection(
+  ctx: Context,
+  input: TUpdateConnectionInput,
+): Promise<TConnectionOutput> {
+  const actor = ctx.actor!;
+  const filter = scopedFilter(actor, input.id);
+  const { connection, server, wake } = await ctx.em.transactional(async (tx) => {
+    const now = ctx.deps.clock.now();
+    const c = await tx.findOne(VpnConnection, filter, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!c) throw notFound();
+    const srv = await tx.findOneOrFail(VpnServer, c.server.id);
+    let wake: (() => void) | undefined;
+    if (input.name !== undefined) c.name = input.name;
+    if (input.auto_connect !== undefined) c.autoConnect = input.auto_connect;
+    if (input.status === 'inactive' && c.status !== 'inactive') {
+      const wasActive = c.status === 'active';
+      if (wasActive) storeUsage(c, now);
+      c.status = 'inactive';
+      c.statusMessage = null;
+      c.connectedAt = null;
+      // A pending activation of the previous attempt must not revive it.
+      c.connectGeneration += 1;
+      if (wasActive) {
+        recordEvent(tx, 'vpn.disconnected', toConnectionDetailDto(c, srv, now), c.organization.id, now);
+      }
+    } else if (input.status === 'active' && (c.status === 'inactive' || c.status === 'error')) {
+      if (srv.deletedAt || srv.status !== 'online' || !srv.protocols.includes(c.protocol)) {
+        throw new AppError(
+          'CONFLICT',
+          'The server of this connection no longer accepts connections; create a new connection instead',
+        );
+      }
+      c.status = 'connecting';
+      c.statusMessage = null;
+      c.connectGeneration += 1;
+      wake = await queueActivation(ctx, tx, { connection_id: c.id, generation: c.connectGeneration });
+    }
+    c.updatedAt = now;
+    return { connection: c, server: srv, wake };
+  });
+  wake?.();
+  return {
+    success: true,
+    connection: toConnectionDetailDto(connection, server, ctx.deps.clock.now()),
+  };
+}
+
+export async function deleteConnection(
+  ctx: Context,
+  input: TConnectionIdInput,
+): Promise<TDeleteConnectionOutput> {
+  const filter = scopedFilter(ctx.actor!, input.id);
+  await ctx.em.transactional(async (tx) => {
+    const now = ctx.deps.clock.now();
+    const c = await tx.findOne(VpnConnection, filter, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!c) throw notFound();
+    if (c.status === 'active') {
+      const srv = await tx.findOneOrFail(VpnServer, c.server.id);
+      storeUsage(c, now);
+      c.status = 'inactive';
+      c.connectedAt = null;
+      recordEvent(tx, 'vpn.disconnected', toConnectionDetailDto(c, srv, now), c.organization.id, now);
+    }
+    tx.remove(c);
+  });
+  return { success: true, message: 'VPN connection deleted', id: input.id };
+}
+
+/**
+ * The activation job: `connecting` → `active` (emitting `vpn.connected`), or `error` when the server went away.
+ * Idempotent: it acts only on the connection attempt (generation) it was queued for.
+ */
+export async function activateConnection(deps: AppDeps, data: ActivateJobData): Promise<void> {
+  const em = deps.db.orm.em.fork();
+  await em.transactional(async (tx) => {
+    const now = deps.clock.now();
+    const c = await tx.findOne(
+      VpnConnection,
+      { id: data.connection_id },
+      { lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
+    if (!c || c.status !== 'connecting' || c.connectGeneration !== data.generation) return;
+    const server = await tx.findOneOrFail(VpnServer, c.server.id);
+    if (server.deletedAt || server.status !== 'online' || !server.protocols.includes(c.protocol)) {
+      c.status = 'error';
+      c.statusMessage = `The server in ${c.location} is not accepting connections`;
+      c.updatedAt = now;
+      return;
+    }
+    c.status = 'active';
+    c.statusMessage = null;
+    c.updatedAt = now;
+    startSession(c, now);
+    recordEvent(tx, 'vpn.connected', toConnectionDetailDto(c, server, now), c.organization.id, now);
+  });
+}
+
+/** Stores the simulated usage of every active connection (a periodic job), so stored totals stay recent. */
+export async function storeActiveUsage(deps: AppDeps): Promise<number> {
+  const em = deps.db.orm.em.fork();
+  const now = deps.clock.now();
+  const rows = await em.execute<{ id: string }[]>(
+    `update vpn_connections set
+        upload_bytes = greatest(upload_bytes,
+          session_upload_base + floor(upload_rate * extract(epoch from (?::timestamptz - connected_at)))),
+        download_bytes = greatest(download_bytes,
+          session_download_base + floor(download_rate * extract(epoch from (?::timestamptz - connected_at)))),
+        last_activity = greatest(last_activity, ?::timestamptz)
+      where status = 'active' and connected_at is not null and connected_at <= ?
+      returning id`,
+    [now, now, now, now],
+  );
+  return rows.length;
+}
