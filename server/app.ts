@@ -90,6 +90,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (req, reply) => {
     void reply.header('X-Request-Id', req.id);
+    void reply.header('X-Content-Type-Options', 'nosniff');
+    // API answers are per caller (and carry tokens on /auth/*): never stored by a cache (RFC 6749 §5.1).
+    if (
+      (req.url.startsWith('/v1/') || req.url.startsWith('/trpc/')) &&
+      !req.url.startsWith('/v1/openapi.json')
+    )
+      void reply.header('Cache-Control', 'no-store');
     // Media types are case-insensitive; the REST adapter compares them as written.
     const ct = req.headers['content-type'];
     if (ct !== undefined) req.headers['content-type'] = ct.toLowerCase();

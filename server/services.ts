@@ -5,7 +5,7 @@ import { TokenService, resolveJwtSecret } from './access/tokens.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
 import { entities } from './entities.js';
-import { defineJobs } from './jobs.js';
+import { defineJobs, startWorkers, stopWorkers } from './jobs.js';
 import { createJobQueue } from './jobs/queue.js';
 import { systemClock, type Clock } from './lib/time.js';
 import { LogMailDriver, type MailDriver } from './mail/mail-driver.js';
@@ -45,13 +45,17 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   const mail = opts.mail ?? new LogMailDriver(log);
   const deps: AppDeps = { config, db, tokens, jobs, clock, log, apiUsage, mail };
   defineJobs(jobs, deps);
-  if (opts.startJobs !== false) await jobs.start();
+  if (opts.startJobs !== false) {
+    await jobs.start();
+    await startWorkers(deps);
+  }
   await bootstrapOwner(deps);
   apiUsage.start();
   return deps;
 }
 
 export async function stopServices(deps: AppDeps): Promise<void> {
+  await stopWorkers(deps);
   await deps.apiUsage.stop();
   await deps.jobs.stop();
   await deps.db.close();

@@ -6,6 +6,9 @@ import type { EventType } from './event-types.js';
 /**
  * Records an event in the caller's unit of work, so it commits (or rolls back) with the change that caused it:
  * the transactional outbox of conventions §8. `object` is the resource as the API shows it.
+ *
+ * After commit the outbox relay (outbox.ts) hands it to every active webhook of `organizationId` subscribed to
+ * `type`, one delivery each. Call it inside the `em.transactional` (or before the `flush`) of the change itself.
  */
 export function recordEvent(
   em: Em,
@@ -22,4 +25,32 @@ export function recordEvent(
     createdAt: now,
     dispatchedAt: null,
   });
+}
+
+/**
+ * Records a platform event that concerns every organization (a VPN server added to or removed from the shared
+ * catalogue: `vpn.server.created`, `vpn.server.deleted`). Same transactional rules as recordEvent: one row is
+ * written now, and the relay fans it out after commit to every organization's active webhooks subscribed to
+ * `type`. Each delivery's body names the receiving organization in `organization_id`; the event `id` is the same
+ * for every receiver.
+ */
+export function recordEventForAllOrganizations(
+  em: Em,
+  type: EventType,
+  object: Record<string, unknown>,
+  now: Date = new Date(),
+): Event {
+  return em.create(Event, {
+    id: newId('evt'),
+    organizationId: null,
+    type,
+    data: { object },
+    createdAt: now,
+    dispatchedAt: null,
+  });
+}
+
+/** Deletes events relayed more than `keepDays` ago: the outbox is a hand-off, not an archive. */
+export async function pruneDispatchedEvents(em: Em, now: Date, keepDays = 7): Promise<number> {
+  return em.nativeDelete(Event, { dispatchedAt: { $lt: new Date(now.getTime() - keepDays * 86_400_000) } });
 }

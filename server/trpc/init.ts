@@ -64,6 +64,9 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof TRPCError) {
     if (err.cause instanceof AppError) return err.cause;
     if (err.cause instanceof ZodError) return zodToAppError(err.cause);
+    // /trpc parses bodies and `?input=` itself: its JSON.parse failure arrives as BAD_REQUEST.
+    if (err.cause instanceof SyntaxError)
+      return new AppError('INVALID_JSON', 'Request body is not valid JSON');
     const code = FROM_TRPC_CODE[err.code];
     if (code === 'INVALID_JSON') return new AppError(code, 'Request body is not valid JSON');
     if (code === 'UNSUPPORTED_MEDIA_TYPE')

@@ -111,6 +111,43 @@ describe('transport (conventions §1 and §3)', () => {
     });
   });
 
+  describe('query parameters and /trpc bodies', () => {
+    it('ignores unknown query parameters', async () => {
+      const owner = await createOrg(s.deps);
+      const res = await http(s.baseUrl, 'GET', '/v1/auth/me?expand=everything&debug=1', {
+        token: owner.token,
+      });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.user.id).to.equal(owner.id);
+    });
+
+    it('answers malformed JSON on /trpc with INVALID_JSON and a generic message', async () => {
+      const res = await rawRequest(`${s.baseUrl}/trpc/auth.login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"email": ',
+      });
+      expect(res.status).to.equal(400);
+      expect(res.body.error.data.code).to.equal('INVALID_JSON');
+      expect(res.body.error.message).to.equal('Request body is not valid JSON');
+    });
+  });
+
+  describe('caching', () => {
+    it('marks API responses no-store (token responses above all) and nosniff', async () => {
+      const owner = await createOrg(s.deps);
+      const login = await http(s.baseUrl, 'POST', '/v1/auth/login', {
+        body: { email: owner.email, password: owner.password },
+      });
+      const trpc = await http(s.baseUrl, 'GET', '/trpc/auth.me', { token: owner.token });
+      const err = await http(s.baseUrl, 'GET', '/v1/auth/me');
+      for (const res of [login, trpc, err]) {
+        expect(res.headers.get('cache-control')).to.equal('no-store');
+        expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
+      }
+    });
+  });
+
   describe('request ids', () => {
     it('reuses a valid incoming X-Request-Id on success and error responses', async () => {
       const id = 'client-req.42_A-b';

@@ -6,6 +6,7 @@ import {
   ZLoginOutput,
   ZLogoutOutput,
   ZMeOutput,
+  ZNoQuery,
   ZRefreshInput,
   ZRefreshOutput,
   ZRegisterInput,
@@ -77,7 +78,7 @@ export const authRouter = router({
 
   me: authedAuthEndpointProcedure
     .meta({ openapi: { method: 'GET', path: '/auth/me', tags, summary: 'The authenticated user' } })
-    .input(ZEmptyInput.optional())
+    .input(ZNoQuery.optional())
     .output(ZMeOutput)
     .query(({ ctx }) => auth.me(ctx)),
 });

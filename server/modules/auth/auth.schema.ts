@@ -38,7 +38,10 @@ export const ZRefreshInput = z.strictObject({
 });
 export type TRefreshInput = z.infer<typeof ZRefreshInput>;
 
+/** An empty body: any field is refused (conventions §1). */
 export const ZEmptyInput = z.strictObject({});
+/** No query parameters; unknown ones are ignored (conventions §1). */
+export const ZNoQuery = z.object({});
 
 const tokenFields = {
   success: z.literal(true),

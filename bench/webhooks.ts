@@ -1,0 +1,222 @@
+// Webhook delivery figures for `npm run bench` (run alone with `npm run bench -- webhooks`):
+//   - deliveries per second from the outbox to a local receiver (target ≥ 500/s on 2 cores),
+//   - delay from the commit of an event to the receiver getting its first attempt (target p50 < 200 ms).
+//
+// The receiver listens on loopback, which a production server refuses to deliver to (SSRF rules), so this bench
+// runs its own server process (NODE_ENV=development, WEBHOOK_ALLOW_PRIVATE_TARGETS=true) on its own PostgreSQL
+// database (<bench database>_webhooks): the production server under test would otherwise claim the same
+// deliveries and refuse them. Events are committed straight into the outbox table by a separate connection, as
+// any module's transaction does, so the figures are those of the relay and the delivery worker alone.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { recreatePostgresDatabase } from './lib/database.js';
+import type { BenchContext } from './lib/plugin.js';
+import { freePort, startServerProcess } from './lib/processes.js';
+import { fmt } from './lib/report.js';
+
+const TARGET_RATE = 500;
+const TARGET_P50_MS = 200;
+/** Events committed for the throughput figure (one webhook each: one delivery per event). */
+const THROUGHPUT_EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
+/** Events committed one at a time for the latency figure. */
+const LATENCY_SAMPLES = Number(process.env.BENCH_WEBHOOK_LATENCY_SAMPLES ?? 200);
+
+interface Receiver {
+  url: string;
+  count: number;
+  /** Resolves when the event with this id first arrives, with the arrival time (performance.now()). */
+  arrival(eventId: string): Promise<number>;
+  /** Resolves when `n` requests have arrived in total, with the time the n-th arrived. */
+  reach(n: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+async function startReceiver(): Promise<Receiver> {
+  const waiting = new Map<string, (t: number) => void>();
+  const seen = new Map<string, number>();
+  const counts: { n: number; wanted: number; resolve?: (t: number) => void } = { n: 0, wanted: Infinity };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const t = performance.now();
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      counts.n++;
+      const id = String(req.headers['webhook-id'] ?? '');
+      if (!seen.has(id)) seen.set(id, t);
+      waiting.get(id)?.(t);
+      waiting.delete(id);
+      if (counts.n >= counts.wanted) counts.resolve?.(t);
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    get count() {
+      return counts.n;
+    },
+    arrival(eventId) {
+      const t = seen.get(eventId);
+      if (t !== undefined) return Promise.resolve(t);
+      return new Promise((ok) => waiting.set(eventId, ok));
+    },
+    reach(n) {
+      if (counts.n >= n) return Promise.resolve(performance.now());
+      counts.wanted = n;
+      return new Promise((ok) => (counts.resolve = ok));
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    },
+  };
+}
+
+function eventId(): string {
+  const alphabet = '0123456789abcdefghijklmnopqrstuvwxyz';
+  let out = '';
+  for (const b of randomBytes(20)) out += alphabet[b % 36];
+  return `evt_${out}`;
+}
+
+/** `INSERT`s events in one transaction, as a module's change does; resolves after COMMIT with the commit time. */
+async function commitEvents(client: pg.Client, orgId: string, ids: string[]): Promise<number> {
+  await client.query('begin');
+  for (let i = 0; i < ids.length; i += 1000) {
+    const chunk = ids.slice(i, i + 1000);
+    const values: unknown[] = [];
+    const rows = chunk.map((id, j) => {
+      values.push(id, orgId, JSON.stringify({ object: { id: `usr_bench${i + j}`, name: 'Bench' } }));
+      const k = j * 3;
+      return `($${k + 1}, $${k + 2}, 'user.updated', $${k + 3}::json, now(), null)`;
+    });
+    await client.query(
+      `insert into events (id, organization_id, type, data, created_at, dispatched_at) values ${rows.join(', ')}`,
+      values,
+    );
+  }
+  await client.query('commit');
+  return performance.now();
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export async function bench(ctx: BenchContext): Promise<void> {
+  const { report } = ctx;
+  report.section('Webhooks (PostgreSQL, own server and database)');
+  const dbUrl = new URL(ctx.databaseUrl);
+  dbUrl.pathname = `${dbUrl.pathname}_webhooks`;
+  await recreatePostgresDatabase(dbUrl.toString());
+
+  const receiver = await startReceiver();
+  const owner = { email: 'bench-webhooks@example.test', password: randomBytes(12).toString('base64url') };
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-webhooks-'));
+  const server = await startServerProcess({
+    name: 'webhooks server',
+    script: 'server/main.ts',
+    port,
+    healthPath: '/readyz',
+    env: {
+      NODE_ENV: 'development',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: dbUrl.toString(),
+      DATA_DIR: dataDir,
+      JWT_SECRET: randomBytes(48).toString('base64url'),
+      BCRYPT_COST: '10',
+      RATE_LIMIT_BURST: '1000000',
+      OWNER_EMAIL: owner.email,
+      OWNER_PASSWORD: owner.password,
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    },
+  });
+  const client = new pg.Client({ connectionString: dbUrl.toString() });
+  await client.connect();
+  try {
+    const post = async (path: string, body: unknown, token?: string) => {
+      const res = await fetch(`${server.baseUrl}${path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+        body: JSON.stringify(body),
+      });
+      const json = (await res.json()) as Record<string, any>;
+      if (!res.ok) throw new Error(`POST ${path} answered ${res.status}: ${JSON.stringify(json)}`);
+      return json;
+    };
+    const login = await post('/v1/auth/login', owner);
+    const token = login.token as string;
+    const orgId = login.user.organization_id as string;
+    await post('/v1/webhooks', { url: receiver.url, events: ['user.updated'] }, token);
+
+    // Latency: one event per commit, the next once the previous one arrived.
+    const delays: number[] = [];
+    for (let i = 0; i < LATENCY_SAMPLES; i++) {
+      const id = eventId();
+      const committed = await commitEvents(client, orgId, [id]);
+      delays.push((await receiver.arrival(id)) - committed);
+    }
+    delays.sort((a, b) => a - b);
+    const p50 = percentile(delays, 50);
+    report.figure(`commit to first attempt, p50 (${LATENCY_SAMPLES} events, one at a time)`, p50, 'ms', {
+      target: `< ${TARGET_P50_MS} ms`,
+      met: p50 < TARGET_P50_MS,
+    });
+    report.figure('  p90', percentile(delays, 90), 'ms');
+    report.figure('  p99', percentile(delays, 99), 'ms');
+
+    // Throughput: a burst of events committed at once, until the receiver has every delivery.
+    const before = receiver.count;
+    const ids = Array.from({ length: THROUGHPUT_EVENTS }, eventId);
+    const committed = await commitEvents(client, orgId, ids);
+    const last = await receiver.reach(before + THROUGHPUT_EVENTS);
+    const rate = (THROUGHPUT_EVENTS * 1000) / (last - committed);
+    report.figure(
+      `deliveries to a local receiver (${fmt(THROUGHPUT_EVENTS)} events in one commit)`,
+      rate,
+      '/s',
+      {
+        target: `≥ ${TARGET_RATE}/s on 2 cores (${ctx.settings.cores} here)`,
+        met: rate >= TARGET_RATE,
+      },
+    );
+    // Until every outcome is recorded as well.
+    for (;;) {
+      const r = await client.query<{ n: string }>(
+        `select count(*) as n from webhook_deliveries where status = 'success'`,
+      );
+      if (Number(r.rows[0]!.n) >= before + THROUGHPUT_EVENTS) break;
+      await new Promise((ok) => setTimeout(ok, 20));
+    }
+    const recorded = performance.now();
+    report.figure(
+      '  including recording every outcome',
+      (THROUGHPUT_EVENTS * 1000) / (recorded - committed),
+      '/s',
+    );
+    report.figure('  webhooks server RSS', server.rssMb(), 'MB');
+    const duplicates = receiver.count - before - THROUGHPUT_EVENTS;
+    if (duplicates !== 0) report.note(`the receiver got ${duplicates} more requests than deliveries`);
+    const warnings = server.warnings();
+    if (warnings.length)
+      report.note(`webhooks server logged ${warnings.length} warnings: ${warnings[0]!.slice(0, 200)}`);
+  } finally {
+    await client.end();
+    await server.stop();
+    await receiver.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}

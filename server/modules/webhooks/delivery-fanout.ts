@@ -1,0 +1,89 @@
+import type { Em } from '../../db/orm.js';
+import type { OutboxEvent } from '../../events/outbox.js';
+import { newId } from '../../lib/ids.js';
+
+/** The event body of conventions §8, in its key order. Its bytes are stored and sent unchanged on every attempt. */
+export function eventBody(e: {
+  id: string;
+  type: string;
+  createdAt: Date;
+  organizationId: string;
+  data: Record<string, unknown>;
+}): string {
+  return JSON.stringify({
+    id: e.id,
+    type: e.type,
+    created_at: e.createdAt.toISOString(),
+    organization_id: e.organizationId,
+    data: e.data,
+  });
+}
+
+interface HookRow {
+  id: string;
+  organization_id: string;
+  events: string[] | string;
+}
+
+const INSERT_CHUNK = 500;
+
+/**
+ * Outbox handler: one delivery per event and active webhook of its organization subscribed to its type (for
+ * platform events, of every organization), due now. Runs in the relay's transaction; the unique (event, webhook)
+ * index makes a second relay of the same event a no-op.
+ */
+export async function fanOutToWebhooks(em: Em, events: OutboxEvent[], now: Date): Promise<number> {
+  const orgIds = [...new Set(events.map((e) => e.organizationId).filter((o): o is string => o !== null))];
+  const hooks: HookRow[] = [];
+  if (orgIds.length > 0) {
+    hooks.push(
+      ...(await em.execute<HookRow[]>(
+        `select "id", "organization_id", "events" from "webhooks"
+          where "status" = 'active' and "organization_id" in (${orgIds.map(() => '?').join(', ')})`,
+        orgIds,
+      )),
+    );
+  }
+  const platformTypes = [...new Set(events.filter((e) => e.organizationId === null).map((e) => e.type))];
+  if (platformTypes.length > 0) {
+    const seen = new Set(hooks.map((h) => h.id));
+    const all = await em.execute<HookRow[]>(
+      `select "id", "organization_id", "events" from "webhooks" where "status" = 'active'`,
+    );
+    hooks.push(...all.filter((h) => !seen.has(h.id)));
+  }
+  if (hooks.length === 0) return 0;
+
+  const subscribed = hooks.map((h) => ({ ...h, events: new Set(parseTextArray(h.events)) }));
+  const rows: unknown[][] = [];
+  for (const e of events) {
+    for (const h of subscribed) {
+      if (!h.events.has(e.type)) continue;
+      if (e.organizationId !== null && e.organizationId !== h.organization_id) continue;
+      const payload = eventBody({ ...e, organizationId: h.organization_id });
+      rows.push([newId('del'), now, now, h.id, h.organization_id, e.id, e.type, payload, now]);
+    }
+  }
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    const chunk = rows.slice(i, i + INSERT_CHUNK);
+    await em.execute(
+      `insert into "webhook_deliveries"
+         ("id", "created_at", "updated_at", "webhook_id", "organization_id", "event_id", "event_type", "payload",
+          "next_attempt_at", "status", "attempts")
+       values ${chunk.map(() => `(?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0)`).join(', ')}
+       on conflict ("event_id", "webhook_id") do nothing`,
+      chunk.flat(),
+    );
+  }
+  return rows.length;
+}
+
+/** Drivers return `text[]` parsed, except in a few raw paths where it comes as the literal `{a,b}`. */
+function parseTextArray(v: string[] | string): string[] {
+  if (Array.isArray(v)) return v;
+  return v
+    .replace(/^\{|\}$/g, '')
+    .split(',')
+    .map((s) => s.replace(/^"|"$/g, ''))
+    .filter(Boolean);
+}

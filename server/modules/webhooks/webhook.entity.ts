@@ -1,0 +1,25 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { Organization } from '../../access/organization.entity.js';
+import { BaseSchema } from '../../db/base.entity.js';
+
+/** `active`: receives events; `inactive`: paused by the customer (`active: false`); `disabled`: the receiver answered 410. */
+export const WEBHOOK_STATUSES = ['active', 'inactive', 'disabled'] as const;
+export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
+
+export const WebhookSchema = defineEntity({
+  name: 'Webhook',
+  tableName: 'webhooks',
+  extends: BaseSchema,
+  properties: {
+    organization: () => p.manyToOne(Organization).index(),
+    url: p.string().length(2048),
+    /** Subscribed event names (platform-api.md, Events). */
+    events: p.array(),
+    description: p.string().length(500).nullable(),
+    /** `whsec_` + base64 of 32 random bytes. Needed in clear to sign deliveries; never serialised. */
+    secret: p.string().length(128).hidden(),
+    status: p.enum(WEBHOOK_STATUSES).default('active'),
+  },
+});
+export class Webhook extends WebhookSchema.class {}
+WebhookSchema.setClass(Webhook);

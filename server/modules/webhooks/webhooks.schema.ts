@@ -1,0 +1,183 @@
+import { z } from 'zod';
+import { EVENT_TYPES } from '../../events/event-types.js';
+import { cursorQueryShape, cursorResponseShape } from '../../lib/pagination.js';
+import { DELIVERY_STATUSES } from './webhook-delivery.entity.js';
+import { WEBHOOK_STATUSES } from './webhook.entity.js';
+
+/** The event type of `POST /webhooks/:id/test` when none is given. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+/** What a delivery's `event_type` can be: every event name, plus the test event. */
+export const DELIVERY_EVENT_TYPES = [...EVENT_TYPES, TEST_EVENT_TYPE] as const;
+
+const ZId = z.string().max(200).describe('Webhook id, `wh_…`');
+
+// ---------- inputs ----------
+
+const ZUrl = z
+  .string()
+  .trim()
+  .min(1)
+  .max(2048)
+  .describe(
+    'HTTPS endpoint that receives the events. Hosts that are or resolve to loopback, private, link-local, CGNAT, ' +
+      'multicast, reserved or cloud metadata addresses, and URLs with credentials, are refused.',
+  );
+
+const ZEvents = z
+  .array(z.enum(EVENT_TYPES))
+  .min(1)
+  .max(EVENT_TYPES.length * 2)
+  .describe('Event names to receive (see Events); duplicates are ignored');
+
+const ZDescription = z.string().trim().max(500).nullable().describe('Free text, up to 500 characters');
+
+export const ZCreateWebhookInput = z.strictObject({
+  url: ZUrl,
+  events: ZEvents,
+  description: ZDescription.optional(),
+  active: z.boolean().optional().describe('Receive events (default true); false pauses the webhook'),
+});
+export type TCreateWebhookInput = z.infer<typeof ZCreateWebhookInput>;
+
+export const ZUpdateWebhookInput = z.strictObject({
+  id: ZId,
+  url: ZUrl.optional(),
+  events: ZEvents.optional(),
+  description: ZDescription.optional(),
+  active: z
+    .boolean()
+    .optional()
+    .describe(
+      'false pauses the webhook (`inactive`); true makes it `active` again, also after a 410 disabled it',
+    ),
+});
+export type TUpdateWebhookInput = z.infer<typeof ZUpdateWebhookInput>;
+
+export const ZWebhookIdInput = z.object({ id: ZId });
+export type TWebhookIdInput = z.infer<typeof ZWebhookIdInput>;
+
+export const ZListDeliveriesInput = z.object({
+  id: ZId,
+  ...cursorQueryShape,
+  status: z.enum(DELIVERY_STATUSES).optional().describe('Only deliveries in this state'),
+  event_type: z.enum(DELIVERY_EVENT_TYPES).optional().describe('Only deliveries of this event type'),
+});
+export type TListDeliveriesInput = z.infer<typeof ZListDeliveriesInput>;
+
+export const ZTestWebhookInput = z.strictObject({
+  id: ZId,
+  event_type: z
+    .enum(DELIVERY_EVENT_TYPES)
+    .default(TEST_EVENT_TYPE)
+    .describe('`type` of the test event (default `webhook.test`); any event name is allowed'),
+  custom_data: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe("Sent as the event's `data.object` (default `{}`)"),
+});
+export type TTestWebhookInput = z.infer<typeof ZTestWebhookInput>;
+
+// ---------- outputs ----------
+
+const ZTimestamp = z.string().describe('ISO 8601 UTC with milliseconds');
+const ZNullableTimestamp = z.string().nullable().describe('ISO 8601 UTC with milliseconds, or null');
+
+const webhookFields = {
+  id: z.string().describe('`wh_…`'),
+  url: z.string(),
+  events: z.array(z.string()).describe('Subscribed event names'),
+  status: z
+    .enum(WEBHOOK_STATUSES)
+    .describe('`active`; `inactive` when paused; `disabled` after the receiver answered 410 Gone'),
+  active: z.boolean().describe('True when `status` is `active`'),
+  description: z.string().nullable(),
+  secret: z
+    .string()
+    .describe(
+      'Signing secret, `whsec_…`: in full in the create response only, masked (`whsec_****abcd`) afterwards',
+    ),
+  created_at: ZTimestamp,
+  updated_at: ZTimestamp,
+  last_delivery: ZNullableTimestamp.describe('Time of the latest delivery attempt, or null'),
+};
+
+export const ZWebhookListStats = z
+  .object({
+    successful: z.number().int().describe('Deliveries that succeeded'),
+    failed: z.number().int().describe('Deliveries that failed for good'),
+    last_30_days: z.number().int().describe('Deliveries created in the last 30 days, in any state'),
+  })
+  .meta({ id: 'WebhookListStats' });
+
+export const ZWebhookDetailStats = z
+  .object({
+    total_deliveries: z.number().int(),
+    successful_deliveries: z.number().int(),
+    failed_deliveries: z.number().int(),
+    last_successful_delivery: ZNullableTimestamp,
+    last_failed_delivery: ZNullableTimestamp.describe(
+      'Time of the last attempt of the latest failed delivery',
+    ),
+    average_response_time_ms: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Mean response time of the attempts that got a response, or null'),
+  })
+  .meta({ id: 'WebhookDetailStats' });
+
+export const ZWebhookSummary = z
+  .object({ ...webhookFields, delivery_stats: ZWebhookListStats })
+  .meta({ id: 'WebhookSummary' });
+export type TWebhookSummary = z.infer<typeof ZWebhookSummary>;
+
+export const ZWebhookDetail = z
+  .object({ ...webhookFields, delivery_stats: ZWebhookDetailStats })
+  .meta({ id: 'WebhookDetail' });
+export type TWebhookDetail = z.infer<typeof ZWebhookDetail>;
+
+export const ZDelivery = z
+  .object({
+    id: z.string().describe('`del_…`'),
+    webhook_id: z.string(),
+    event_id: z.string().describe('`evt_…`: the `id` of the event body, the same on every attempt'),
+    event_type: z.string(),
+    status: z.enum(DELIVERY_STATUSES).describe('`pending` (attempts remain), `success` or `failed`'),
+    attempts: z.number().int().describe('Attempts made so far'),
+    response_status: z.number().int().nullable().describe('HTTP status of the latest attempt, or null'),
+    response_time_ms: z.number().int().nullable().describe('Response time of the latest attempt, or null'),
+    delivered_at: ZNullableTimestamp.describe('When a 2xx was received, or null'),
+    last_attempt_at: ZNullableTimestamp,
+    next_attempt_at: ZNullableTimestamp.describe('When the next attempt is due while `pending`, else null'),
+    error: z.string().nullable().describe('Why the latest attempt failed (no response, refused address…)'),
+    created_at: ZTimestamp,
+    event_data: z.record(z.string(), z.unknown()).describe('The event body as sent'),
+  })
+  .meta({ id: 'WebhookDelivery' });
+export type TDelivery = z.infer<typeof ZDelivery>;
+
+export const ZListWebhooksOutput = z.object({
+  success: z.literal(true),
+  webhooks: z.array(ZWebhookSummary),
+  total: z.number().int(),
+});
+
+export const ZWebhookOutput = z.object({ success: z.literal(true), webhook: ZWebhookDetail });
+
+export const ZDeleteWebhookOutput = z.object({
+  success: z.literal(true),
+  message: z.string(),
+  id: z.string(),
+  webhook_id: z.string(),
+});
+
+export const ZListDeliveriesOutput = z.object({
+  success: z.literal(true),
+  deliveries: z.array(ZDelivery),
+  ...cursorResponseShape,
+});
+
+export const ZTestWebhookOutput = z.object({
+  success: z.literal(true),
+  delivery: ZDelivery.describe('The test delivery, with the outcome of its single attempt'),
+});
