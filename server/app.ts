@@ -13,6 +13,7 @@ import scalar from '@scalar/fastify-api-reference';
 import { AppError, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import { newId } from './lib/ids.js';
 import { buildOpenApiDocument } from './openapi.js';
+import { rejectPathParamsInBody } from './rest-guards.js';
 import { appRouter } from './router.js';
 import { createHttpContext, type AppDeps, type Context } from './trpc/context.js';
 import type { ErrorData, Meta } from './trpc/init.js';
@@ -190,6 +191,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // REST: `/v1/<path>` for every procedure with `meta.openapi`. Error bodies are rewritten below to the envelope.
   await app.register(async (v1) => {
+    v1.addHook('preHandler', rejectPathParamsInBody(procedures));
     v1.addHook('onSend', async (req, reply, payload) => {
       if (reply.statusCode < 400 || typeof payload !== 'string') return payload;
       try {

@@ -47,8 +47,8 @@ const registry = new Map<
   Required<Omit<OwnedResource, 'activity' | 'countWhere' | 'afterTransfer'>> & OwnedResource
 >();
 
-/** Registers (or re-registers, by table) a user-owned resource. */
-export function registerOwnedResource(resource: OwnedResource): void {
+/** Registers (or re-registers, by table) a user-owned resource. Returns a function that unregisters it. */
+export function registerOwnedResource(resource: OwnedResource): () => void {
   const entry = {
     ownerColumn: 'user_id',
     organizationColumn: 'organization_id',
@@ -58,6 +58,9 @@ export function registerOwnedResource(resource: OwnedResource): void {
     if (!IDENTIFIER.test(name)) throw new Error(`registerOwnedResource: invalid SQL identifier ${name}`);
   }
   registry.set(entry.table, entry);
+  return () => {
+    if (registry.get(entry.table) === entry) registry.delete(entry.table);
+  };
 }
 
 export function ownedResources(): readonly OwnedResource[] {
