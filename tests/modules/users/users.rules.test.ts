@@ -377,6 +377,23 @@ describe('users: role rules, escalation, suspension, deletion, invitations', () 
       expect(again.user.status).to.equal('invited');
     });
 
+    it('moves the deleted member’s VPN connections to the caller and counts them as activity', async () => {
+      const owner = await createOrg(s.deps);
+      const member = await createUser(s.deps, owner.organizationId, { permissions: ['vpn:write'] });
+      const { connection } = await s
+        .caller(member.token)
+        .vpn.connections.create({ name: 'Laptop', location: 'eu-west', protocol: 'wireguard' });
+      const seen = await s.caller(owner.token).users.get({ id: member.id });
+      expect(seen.user.activity.vpn_connections).to.equal(1);
+      expect((await s.caller(owner.token).users.get({ id: owner.id })).user.activity.vpn_connections).to.equal(0);
+
+      const res = await s.caller(owner.token).users.delete({ id: member.id });
+      expect(res.resources_transferred_to).to.equal(owner.id);
+      const mine = await s.caller(owner.token).vpn.connections.list({});
+      expect(mine.connections.map((c) => c.id)).to.deep.equal([connection.id]);
+      expect((await s.caller(owner.token).users.get({ id: owner.id })).user.activity.vpn_connections).to.equal(1);
+    });
+
     it('rolls everything back when a transfer fails', async () => {
       unregister = registerOwnedResource({
         table: 'test_owned_things',
