@@ -75,6 +75,13 @@ export const securityFixtures: Record<string, SecurityFixture> = {
     name: 'Renamed',
   }),
   'vpn.connections.delete': async ({ s, other }) => ({ id: await otherOrgConnection(s, other) }),
+
+  // Webhooks
+  'webhooks.get': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
+  'webhooks.update': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other), active: false }),
+  'webhooks.delete': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
+  'webhooks.deliveries': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
+  'webhooks.test': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
 };
 
 async function otherOrgConnection(s: TestServer, other: TestUser): Promise<string> {
@@ -82,4 +89,11 @@ async function otherOrgConnection(s: TestServer, other: TestUser): Promise<strin
     .caller(other.token)
     .vpn.connections.create({ name: 'Other org', location: 'eu-west', protocol: 'wireguard' });
   return connection.id;
+}
+
+async function otherOrgWebhook(s: TestServer, other: TestUser): Promise<string> {
+  const { webhook } = await s
+    .caller(other.token)
+    .webhooks.create({ url: 'https://hooks.example.com/other', events: ['user.created'] });
+  return webhook.id;
 }
