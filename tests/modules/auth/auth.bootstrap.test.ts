@@ -35,7 +35,7 @@ describe('start-up: OWNER_* bootstrap and the generated JWT secret (conventions 
         [email],
       );
 
-  it('creates the owner once, keeps the secret across restarts, and tokens survive a restart', async () => {
+  it('creates the owner once, keeps the secret across restarts, tokens survive a restart, usage is flushed at stop', async () => {
     const email = uniqueEmail('boot');
     const env = {
       OWNER_EMAIL: email.toUpperCase(),
@@ -63,6 +63,8 @@ describe('start-up: OWNER_* bootstrap and the generated JWT secret (conventions 
       });
       expect(login.user).to.include({ name: 'Olga Owner', role: 'owner' });
       token = login.token;
+      // An API call counted in memory is written at shutdown.
+      await createCaller(createInProcessContext(first, { token })).auth.me();
       secret = readFileSync(join(dir, 'jwt-secret'), 'utf8').trim();
       expect(Buffer.byteLength(secret)).to.be.at.least(32);
       expect(statSync(join(dir, 'jwt-secret')).mode & 0o777).to.equal(0o600);
@@ -73,7 +75,14 @@ describe('start-up: OWNER_* bootstrap and the generated JWT secret (conventions 
     // Second start with the same email (and another password): nothing new is created, nothing is changed.
     const second = await start({ ...env, OWNER_PASSWORD: 'another-password' });
     try {
-      expect(await owners(second, email)).to.have.length(1);
+      const rows = await owners(second, email);
+      expect(rows).to.have.length(1);
+      const calls = await second.db.orm.em
+        .fork()
+        .execute<{ count: number }[]>('select "count" from api_calls_daily where organization_id = ?', [
+          rows[0]!.organization_id,
+        ]);
+      expect(calls.map((c) => Number(c.count))).to.deep.equal([1]);
       expect(readFileSync(join(dir, 'jwt-secret'), 'utf8').trim()).to.equal(secret);
       const me = await createCaller(createInProcessContext(second, { token })).auth.me();
       expect(me.user.email).to.equal(email);
