@@ -381,6 +381,23 @@ describe('VPN over HTTP', () => {
       expect(await get(member.token, '?user_id=all')).to.deep.equal([]);
     });
 
+    it('moves a deleted user’s connections to the user who deleted them; activity counts them', async () => {
+      const owner = await createOrg(s.deps);
+      const member = await createUser(s.deps, owner.organizationId, { permissions: ['vpn:write'] });
+      const ids = [
+        (await createConnection(s.baseUrl, member.token)).body.connection.id,
+        (await createConnection(s.baseUrl, member.token)).body.connection.id,
+      ];
+      const activity = await http(s.baseUrl, 'GET', `/v1/users/${member.id}`, { token: owner.token });
+      expect(activity.body.user.activity.vpn_connections).to.equal(2);
+      const del = await http(s.baseUrl, 'DELETE', `/v1/users/${member.id}`, { token: owner.token });
+      expect(del.status).to.equal(200);
+      expect(del.body.resources_transferred_to).to.equal(owner.id);
+      const list = await http(s.baseUrl, 'GET', '/v1/vpn/connections', { token: owner.token });
+      expect(list.body.connections.map((c: any) => c.id).sort()).to.deep.equal([...ids].sort());
+      expect(list.body.connections.every((c: any) => c.user_id === owner.id)).to.equal(true);
+    });
+
     it('never shows another organization’s connection (404), whatever the role', async () => {
       const a = await createOrg(s.deps);
       const b = await createOrg(s.deps);

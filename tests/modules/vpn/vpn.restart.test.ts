@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import pg from 'pg';
+import { buildApp } from '../../../server/app.js';
+import type { Config } from '../../../server/config.js';
+import { startServices, stopServices } from '../../../server/services.js';
+import { testConfig, usingPostgres } from '../../support/env.js';
+import { createOrg } from '../../support/factories.js';
+import { http } from '../../support/http.js';
+import { createConnection, eventsOf, waitFor } from './vpn-helpers.js';
+
+/** A server on a database that outlives it: a PGlite directory, or a PostgreSQL database of its own. */
+async function start(config: Config, pgliteDataDir: string | undefined) {
+  const deps = await startServices(config, { pgliteDataDir });
+  const app = await buildApp(deps);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    deps,
+    baseUrl: `http://127.0.0.1:${port}`,
+    async close() {
+      await app.close();
+      await stopServices(deps);
+    },
+  };
+}
+
+async function adminQuery(url: string, sql: string) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('VPN activation across a restart', function () {
+  this.timeout(120_000);
+  let pgliteDir: string | undefined;
+  let databaseUrl: string | undefined;
+
+  before(async () => {
+    if (usingPostgres) {
+      const url = new URL(process.env.DATABASE_URL!);
+      const name = `${url.pathname.slice(1)}_vpn_restart`;
+      const admin = new URL(url);
+      admin.pathname = '/postgres';
+      await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
+      await adminQuery(admin.href, `create database "${name}"`);
+      url.pathname = `/${name}`;
+      databaseUrl = url.href;
+    } else {
+      pgliteDir = join(mkdtempSync(join(tmpdir(), 'vpn-restart-')), 'pglite');
+    }
+  });
+
+  after(async () => {
+    if (pgliteDir) rmSync(join(pgliteDir, '..'), { recursive: true, force: true });
+    if (databaseUrl) {
+      const admin = new URL(databaseUrl);
+      const name = admin.pathname.slice(1);
+      admin.pathname = '/postgres';
+      await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
+    }
+  });
+
+  it('activates a connection created just before a stop after the next start, once', async () => {
+    const config = testConfig({ PROVISIONING_DELAY_MS: '4000', DATABASE_URL: databaseUrl });
+    const first = await start(config, pgliteDir);
+    const owner = await createOrg(first.deps);
+    const created = await createConnection(first.baseUrl, owner.token);
+    expect(created.status).to.equal(201);
+    const id = created.body.connection.id as string;
+    await first.close();
+    const stoppedAt = Date.now();
+    expect(stoppedAt - Date.parse(created.body.connection.created_at)).to.be.below(4000);
+
+    const second = await start(config, pgliteDir);
+    try {
+      const active = await waitFor(async () => {
+        const res = await http(second.baseUrl, 'GET', `/v1/vpn/connections/${id}`, { token: owner.token });
+        return res.body.connection?.status === 'active' ? res.body.connection : undefined;
+      });
+      // Activated by the second process, no sooner than the provisioning delay.
+      expect(Date.parse(active.connected_at)).to.be.at.least(stoppedAt);
+      expect(Date.parse(active.connected_at) - Date.parse(active.created_at)).to.be.at.least(4000);
+      const events = await eventsOf(second.deps, owner.organizationId, 'vpn.connected');
+      expect(events.map((e) => (e.data.object as { id: string }).id)).to.deep.equal([id]);
+    } finally {
+      await second.close();
+    }
+  });
+});
