@@ -97,6 +97,31 @@ describe('webhook deliveries', () => {
     expect(d.event_data).to.deep.equal(body);
   });
 
+  it('delivers the events of the users endpoints (user.created, user.updated, user.deleted)', async () => {
+    const owner = await createOrg(s.deps);
+    const wh = await webhook(owner, ['user.created', 'user.updated', 'user.deleted']);
+    const created = await http(s.baseUrl, 'POST', '/v1/users', {
+      token: owner.token,
+      body: { email: `wired-${Date.now()}@example.test`, name: 'Wired', send_invitation: false },
+    });
+    expect(created.status).to.equal(201);
+    const userId = created.body.user.id;
+    const updated = await http(s.baseUrl, 'PUT', `/v1/users/${userId}`, {
+      token: owner.token,
+      body: { name: 'Rewired' },
+    });
+    expect(updated.status).to.equal(200);
+    const deleted = await http(s.baseUrl, 'DELETE', `/v1/users/${userId}`, { token: owner.token });
+    expect(deleted.status).to.equal(200);
+    const reqs = await rx.waitFor((r) => r.length >= 3);
+    const byType = new Map(reqs.map((r) => [r.body.type as string, r]));
+    expect([...byType.keys()].sort()).to.deep.equal(['user.created', 'user.deleted', 'user.updated']);
+    expect(byType.get('user.created')!.body.data.object).to.include({ id: userId, name: 'Wired' });
+    expect(byType.get('user.updated')!.body.data.object).to.include({ id: userId, name: 'Rewired' });
+    expect(byType.get('user.deleted')!.body.data.object).to.include({ id: userId });
+    for (const r of reqs) expect(await verifyWithThirdPartyLibraries(wh.secret, r)).to.equal(true);
+  });
+
   it('delivers only to active webhooks of the organization subscribed to the type', async () => {
     const owner = await createOrg(s.deps);
     const stranger = await createOrg(s.deps);
