@@ -2,7 +2,12 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
-import { NotFoundError, UniqueConstraintViolationException, ConnectionException } from '@mikro-orm/core';
+import {
+  NotFoundError,
+  UniqueConstraintViolationException,
+  ConnectionException,
+  DriverException,
+} from '@mikro-orm/core';
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../lib/errors.js';
 import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
@@ -58,6 +63,35 @@ const FROM_TRPC_CODE: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
   SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
 };
 
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
+
+/**
+ * The database cannot be reached (503), as opposed to a query that failed (500): network errors of the driver,
+ * PostgreSQL's connection classes (08xxx, shutdown 57P0x, too many connections 53300), a pool or embedded database
+ * that is closed.
+ */
+function isDatabaseUnavailable(err: unknown): boolean {
+  if (err instanceof ConnectionException) return true;
+  if (!(err instanceof Error)) return false;
+  const e = err as Error & { code?: unknown; sqlState?: unknown };
+  const code = typeof e.code === 'string' ? e.code : typeof e.sqlState === 'string' ? e.sqlState : '';
+  if (UNREACHABLE_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300')
+    return true;
+  return (
+    err instanceof DriverException &&
+    /Connection terminated|connection timeout|PGlite is closed|pool is (closed|destroyed)/i.test(err.message)
+  );
+}
+
 /** Turns anything a procedure threw into an AppError. Unknown errors become a generic INTERNAL_ERROR. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -79,7 +113,7 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof NotFoundError) return new AppError('NOT_FOUND', 'Resource not found', { cause: err });
   if (err instanceof UniqueConstraintViolationException)
     return new AppError('CONFLICT', 'A resource with the same unique value already exists', { cause: err });
-  if (err instanceof ConnectionException)
+  if (isDatabaseUnavailable(err))
     return new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { cause: err });
   return new AppError('INTERNAL_ERROR', 'Internal server error', { cause: err });
 }
