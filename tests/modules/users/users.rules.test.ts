@@ -9,9 +9,9 @@ import { http } from '../../support/http.js';
 import { sharedServer, type TestServer } from '../../support/server.js';
 
 /** The status and code a call ends with (200 when it succeeds). */
-async function outcome(p: Promise<unknown>): Promise<{ status: number; code: string }> {
+async function outcome(call: Promise<unknown> | (() => Promise<unknown>)) {
   try {
-    await p;
+    await (typeof call === 'function' ? call() : call);
     return { status: 200, code: 'OK' };
   } catch (err) {
     const app = toAppError(err);
@@ -98,22 +98,23 @@ describe('users: role rules, escalation, suspension, deletion, invitations', () 
 
     it('keeps the owner out of reach: no role, status or other change, no deletion, no second owner', async () => {
       const before = await snapshot(owner.organizationId);
-      const attempts: [TestUser, Promise<unknown>][] = [
-        [admin, s.caller(admin.token).users.update({ id: owner.id, role: 'member' })],
-        [admin, s.caller(admin.token).users.update({ id: owner.id, status: 'suspended' })],
-        [admin, s.caller(admin.token).users.update({ id: owner.id, name: 'Not the owner' })],
+      const attempts: [TestUser, () => Promise<unknown>][] = [
+        [admin, () => s.caller(admin.token).users.update({ id: owner.id, role: 'member' })],
+        [admin, () => s.caller(admin.token).users.update({ id: owner.id, status: 'suspended' })],
+        [admin, () => s.caller(admin.token).users.update({ id: owner.id, name: 'Not the owner' })],
         [
           admin,
-          s
-            .caller(admin.token)
-            .users.updatePermissions({ id: owner.id, permissions: { vpn: { read: false } } }),
+          () =>
+            s
+              .caller(admin.token)
+              .users.updatePermissions({ id: owner.id, permissions: { vpn: { read: false } } }),
         ],
-        [admin, s.caller(admin.token).users.delete({ id: owner.id })],
-        [owner, s.caller(owner.token).users.update({ id: owner.id, role: 'admin' })],
-        [owner, s.caller(owner.token).users.update({ id: owner.id, status: 'suspended' })],
-        [owner, s.caller(owner.token).users.delete({ id: owner.id })],
-        [owner, s.caller(owner.token).users.update({ id: member.id, role: 'owner' })],
-        [owner, s.caller(owner.token).users.create({ email: uniqueEmail(), role: 'owner' })],
+        [admin, () => s.caller(admin.token).users.delete({ id: owner.id })],
+        [owner, () => s.caller(owner.token).users.update({ id: owner.id, role: 'admin' })],
+        [owner, () => s.caller(owner.token).users.update({ id: owner.id, status: 'suspended' })],
+        [owner, () => s.caller(owner.token).users.delete({ id: owner.id })],
+        [owner, () => s.caller(owner.token).users.update({ id: member.id, role: 'owner' })],
+        [owner, () => s.caller(owner.token).users.create({ email: uniqueEmail(), role: 'owner' })],
       ];
       for (const [, attempt] of attempts) expect(await outcome(attempt)).to.deep.equal(FORBIDDEN);
       expect(await snapshot(owner.organizationId)).to.deep.equal(before);
@@ -125,16 +126,18 @@ describe('users: role rules, escalation, suspension, deletion, invitations', () 
     it('keeps admins from managing admins, and everyone from deleting themselves', async () => {
       const before = await snapshot(owner.organizationId);
       for (const attempt of [
-        s.caller(admin.token).users.update({ id: admin2.id, status: 'suspended' }),
-        s.caller(admin.token).users.update({ id: admin2.id, permissions: [] }),
-        s
-          .caller(admin.token)
-          .users.updatePermissions({ id: admin2.id, permissions: { vpn: { write: false } } }),
-        s.caller(admin.token).users.delete({ id: admin2.id }),
-        s.caller(admin.token).users.delete({ id: admin.id }),
-        s
-          .caller(admin.token)
-          .users.updatePermissions({ id: admin.id, permissions: { billing: { write: true } } }),
+        () => s.caller(admin.token).users.update({ id: admin2.id, status: 'suspended' }),
+        () => s.caller(admin.token).users.update({ id: admin2.id, permissions: [] }),
+        () =>
+          s
+            .caller(admin.token)
+            .users.updatePermissions({ id: admin2.id, permissions: { vpn: { write: false } } }),
+        () => s.caller(admin.token).users.delete({ id: admin2.id }),
+        () => s.caller(admin.token).users.delete({ id: admin.id }),
+        () =>
+          s
+            .caller(admin.token)
+            .users.updatePermissions({ id: admin.id, permissions: { billing: { write: true } } }),
       ]) {
         expect(await outcome(attempt)).to.deep.equal(FORBIDDEN);
       }
@@ -144,12 +147,14 @@ describe('users: role rules, escalation, suspension, deletion, invitations', () 
     it('refuses to grant what the caller does not hold (an admin and billing:write), in both forms', async () => {
       const before = await snapshot(owner.organizationId);
       for (const attempt of [
-        s.caller(admin.token).users.update({ id: member.id, permissions: ['vpn:read', 'billing:write'] }),
-        s.caller(admin.token).users.update({ id: member.id, permissions: ['billing:admin'] }),
-        s
-          .caller(admin.token)
-          .users.updatePermissions({ id: member.id, permissions: { billing: { write: true } } }),
-        s.caller(admin.token).users.create({ email: uniqueEmail(), permissions: ['billing:write'] }),
+        () =>
+          s.caller(admin.token).users.update({ id: member.id, permissions: ['vpn:read', 'billing:write'] }),
+        () => s.caller(admin.token).users.update({ id: member.id, permissions: ['billing:admin'] }),
+        () =>
+          s
+            .caller(admin.token)
+            .users.updatePermissions({ id: member.id, permissions: { billing: { write: true } } }),
+        () => s.caller(admin.token).users.create({ email: uniqueEmail(), permissions: ['billing:write'] }),
       ]) {
         expect(await outcome(attempt)).to.deep.equal(FORBIDDEN);
       }
@@ -385,13 +390,17 @@ describe('users: role rules, escalation, suspension, deletion, invitations', () 
         .vpn.connections.create({ name: 'Laptop', location: 'eu-west', protocol: 'wireguard' });
       const seen = await s.caller(owner.token).users.get({ id: member.id });
       expect(seen.user.activity.vpn_connections).to.equal(1);
-      expect((await s.caller(owner.token).users.get({ id: owner.id })).user.activity.vpn_connections).to.equal(0);
+      expect(
+        (await s.caller(owner.token).users.get({ id: owner.id })).user.activity.vpn_connections,
+      ).to.equal(0);
 
       const res = await s.caller(owner.token).users.delete({ id: member.id });
       expect(res.resources_transferred_to).to.equal(owner.id);
       const mine = await s.caller(owner.token).vpn.connections.list({});
       expect(mine.connections.map((c) => c.id)).to.deep.equal([connection.id]);
-      expect((await s.caller(owner.token).users.get({ id: owner.id })).user.activity.vpn_connections).to.equal(1);
+      expect(
+        (await s.caller(owner.token).users.get({ id: owner.id })).user.activity.vpn_connections,
+      ).to.equal(1);
     });
 
     it('rolls everything back when a transfer fails', async () => {
