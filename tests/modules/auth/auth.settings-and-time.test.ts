@@ -1,16 +1,19 @@
 import { expect } from 'chai';
 import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
-import { createOrg } from '../../support/factories.js';
+import { createOrg, uniqueEmail } from '../../support/factories.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { expectError } from '../../transport/envelope.js';
 
-/** Everything in conventions §4 that depends on time, on a server whose clock only the test moves. */
-describe('auth over time (fake clock)', () => {
+/**
+ * Everything in conventions §4 that depends on time or on settings, on one server whose clock only the test moves,
+ * with sign-up turned off and bcrypt cost 5.
+ */
+describe('auth over time (fake clock) and with non-default settings', () => {
   let s: TestServer;
   const clock = new FakeClock('2026-11-21T08:00:00.000Z');
   before(async () => {
-    s = await startTestServer({ clock });
+    s = await startTestServer({ clock, env: { SIGNUP_ENABLED: 'false', BCRYPT_COST: '5' } });
   });
   after(async () => {
     await s?.close();
@@ -18,6 +21,28 @@ describe('auth over time (fake clock)', () => {
 
   const login = (email: string, password: string) =>
     http(s.baseUrl, 'POST', '/v1/auth/login', { body: { email, password } });
+
+  describe('settings', () => {
+    it('SIGNUP_ENABLED=false: POST /auth/register answers 403 FORBIDDEN and creates nothing', async () => {
+      const email = uniqueEmail('nosignup');
+      const body = { email, password: 'a-good-password', name: 'N', organization_name: 'No Signup Co' };
+      const res = await http(s.baseUrl, 'POST', '/v1/auth/register', { body });
+      expectError(res, 'FORBIDDEN');
+      const rows = await s.deps.db.orm.em.fork().execute('select id from users where email = ?', [email]);
+      expect(rows).to.have.length(0);
+      // Existing accounts still log in.
+      const owner = await createOrg(s.deps);
+      expect((await login(owner.email, owner.password)).status).to.equal(200);
+    });
+
+    it('BCRYPT_COST: new password hashes use the configured cost', async () => {
+      const owner = await createOrg(s.deps);
+      const [row] = await s.deps.db.orm.em
+        .fork()
+        .execute<{ password_hash: string }[]>('select password_hash from users where id = ?', [owner.id]);
+      expect(row!.password_hash).to.match(/^\$2[aby]\$05\$/);
+    });
+  });
 
   describe('login throttling', () => {
     it('locks one email from one IP for 15 minutes after 10 failures, even with the right password', async () => {
