@@ -25,12 +25,15 @@ export const LOGIN_LOCK_MS = 15 * 60_000;
 const INVALID_LOGIN = () => new AppError('INVALID_CREDENTIALS', 'Invalid email or password');
 const INVALID_REFRESH = () => new AppError('INVALID_CREDENTIALS', 'Invalid or expired refresh token');
 
-/** A hash to compare against when the email is unknown, so both failures take the same time. */
-const dummyHashes = new Map<number, string>();
-function dummyHash(cost: number): string {
+/**
+ * A hash to compare against when the email is unknown, so both failures take the same time. Made once per cost,
+ * asynchronously: a synchronous hash would stall every other request for its duration.
+ */
+const dummyHashes = new Map<number, Promise<string>>();
+function dummyHash(cost: number): Promise<string> {
   let h = dummyHashes.get(cost);
   if (!h) {
-    h = bcrypt.hashSync('not-a-real-password-0123456789', cost);
+    h = bcrypt.hash('not-a-real-password-0123456789', cost);
     dummyHashes.set(cost, h);
   }
   return h;
@@ -129,7 +132,7 @@ export async function login(ctx: Context, input: TLoginInput): Promise<TLoginOut
   // bcrypt runs outside any transaction, and also for unknown emails so that timing does not tell them apart.
   const ok = await bcrypt.compare(
     input.password,
-    user?.passwordHash ?? dummyHash(ctx.deps.config.bcryptCost),
+    user?.passwordHash ?? (await dummyHash(ctx.deps.config.bcryptCost)),
   );
   if (!user || !user.passwordHash || !ok || user.status !== 'active') {
     await recordFailure(ctx, key);
@@ -210,7 +213,7 @@ export async function createOrganizationWithOwner(
   const passwordHash = await hashPassword(deps, input.password);
   const now = deps.clock.now();
   return em.transactional(async (tx) => {
-    const existing = await tx.count(User, { email });
+    const existing = await tx.count(User, { email, deletedAt: null });
     if (existing > 0) throw new AppError('CONFLICT', 'A user with this email already exists');
     const org = tx.create(Organization, {
       id: newId('org'),
@@ -261,7 +264,7 @@ export async function bootstrapOwner(deps: AppDeps): Promise<void> {
   const owner = deps.config.owner;
   if (!owner) return;
   const em = deps.db.orm.em.fork();
-  if ((await em.count(User, { email: owner.email })) > 0) return;
+  if ((await em.count(User, { email: owner.email, deletedAt: null })) > 0) return;
   try {
     await createOrganizationWithOwner(deps, em, owner);
     deps.log.info({ email: owner.email }, 'created owner account from OWNER_EMAIL');

@@ -423,6 +423,22 @@ describe('users: role rules, escalation, suspension, deletion, invitations', () 
       expect(await eventsOf(owner.organizationId, 'user.deleted')).to.have.length(0);
     });
 
+    it('lets a deleted user’s email sign up again', async () => {
+      const owner = await createOrg(s.deps);
+      const member = await createUser(s.deps, owner.organizationId);
+      await s.caller(owner.token).users.delete({ id: member.id });
+      const res = await http(s.baseUrl, 'POST', '/v1/auth/register', {
+        body: {
+          email: member.email,
+          password: 'fresh-password',
+          name: 'Again',
+          organization_name: 'New Org',
+        },
+      });
+      expect(res.status).to.equal(201);
+      expect(res.body.user.id).to.not.equal(member.id);
+    });
+
     it('revokes a pending invitation of a deleted user', async () => {
       const owner = await createOrg(s.deps);
       const created = await s
