@@ -13,6 +13,8 @@ export const USAGE_FLUSH_INTERVAL_MS = 5_000;
 const QUOTA_RELOAD_MS = 30_000;
 /** An organization's cached monthly total is dropped after this long without a request. */
 const QUOTA_IDLE_MS = 10 * 60_000;
+/** Rows per upsert statement. */
+const WRITE_CHUNK = 500;
 
 /** The burst budget after one request, for the `RateLimit-Policy` and `RateLimit` headers. */
 export interface BurstState {
@@ -162,19 +164,22 @@ export class ApiUsage {
 
   private count(organizationId: string, userId: string, calls: number, limited: number): void {
     const now = this.clock.now();
-    const day = utcDay(now);
-    const key = `${organizationId}|${userId}|${day}`;
-    const entry = this.pending.get(key);
-    if (entry) {
-      entry.calls += calls;
-      entry.limited += limited;
-    } else {
-      this.pending.set(key, { organizationId, userId, day, calls, limited });
-    }
+    this.addPending({ organizationId, userId, day: utcDay(now), calls, limited });
     const org = this.orgs.get(organizationId);
     if (org && org.month === utcMonth(now)) {
       org.unflushed += calls;
       org.usedAt = now.getTime();
+    }
+  }
+
+  private addPending(e: DayCount): void {
+    const key = `${e.organizationId}|${e.userId}|${e.day}`;
+    const entry = this.pending.get(key);
+    if (entry) {
+      entry.calls += e.calls;
+      entry.limited += e.limited;
+    } else {
+      this.pending.set(key, { ...e });
     }
   }
 
@@ -243,67 +248,52 @@ export class ApiUsage {
 
   private async flushNow(): Promise<void> {
     const batch = [...this.pending.values()];
-    const nowMs = this.clock.now().getTime();
-    if (batch.length > 0) {
-      this.pending = new Map();
-      // What is being written moves from `unflushed` to `stored`, so totals stay exact while it is written.
-      const moved: [OrgMonth, number][] = [];
-      for (const e of batch) {
-        const state = this.orgs.get(e.organizationId);
-        if (!state || !e.day.startsWith(state.month)) continue;
-        state.unflushed -= e.calls;
-        state.stored += e.calls;
-        moved.push([state, e.calls]);
-      }
+    this.pending = new Map();
+    // What is being written moves from `unflushed` to `stored`, so totals stay exact while it is written.
+    this.moveToStored(batch, 1);
+    for (let i = 0; i < batch.length; i += WRITE_CHUNK) {
       try {
-        await this.write(batch);
+        await this.write(batch.slice(i, i + WRITE_CHUNK));
       } catch (err) {
-        for (const e of batch) {
-          const key = `${e.organizationId}|${e.userId}|${e.day}`;
-          const cur = this.pending.get(key);
-          if (cur) {
-            cur.calls += e.calls;
-            cur.limited += e.limited;
-          } else this.pending.set(key, e);
-        }
-        for (const [state, n] of moved) {
-          state.unflushed += n;
-          state.stored -= n;
-        }
+        // Chunks already written stay written; the rest is counted again next time.
+        const rest = batch.slice(i);
+        this.moveToStored(rest, -1);
+        for (const e of rest) this.addPending(e);
         throw err;
       }
     }
     // Only here (nothing of ours is being written) can a fresh total replace `stored` without double counting.
+    const now = this.clock.now();
     for (const [orgId, state] of this.orgs) {
-      if (nowMs - state.usedAt > QUOTA_IDLE_MS) {
+      if (now.getTime() - state.usedAt > QUOTA_IDLE_MS || utcMonth(now) !== state.month) {
         this.orgs.delete(orgId);
-        continue;
+      } else if (now.getTime() - state.loadedAt >= QUOTA_RELOAD_MS) {
+        state.stored = await this.monthTotalFromDb(orgId, now);
+        state.loadedAt = now.getTime();
       }
-      if (nowMs - state.loadedAt < QUOTA_RELOAD_MS) continue;
-      const now = this.clock.now();
-      if (utcMonth(now) !== state.month) {
-        this.orgs.delete(orgId);
-        continue;
-      }
-      state.stored = await this.monthTotalFromDb(orgId, now);
-      state.loadedAt = now.getTime();
     }
   }
 
-  private async write(batch: DayCount[]): Promise<void> {
-    const CHUNK = 500;
-    for (let i = 0; i < batch.length; i += CHUNK) {
-      const part = batch.slice(i, i + CHUNK);
-      const values = part.map(() => '(?, ?, ?::date, ?, ?)').join(', ');
-      const params = part.flatMap((e) => [e.organizationId, e.userId, e.day, e.calls, e.limited]);
-      await this.db.orm.em.fork().execute(
-        `insert into api_calls_daily (organization_id, user_id, day, "count", rate_limited) values ${values}
-         on conflict (organization_id, day, user_id) do update set
-           "count" = api_calls_daily."count" + excluded."count",
-           rate_limited = api_calls_daily.rate_limited + excluded.rate_limited`,
-        params,
-      );
+  private moveToStored(entries: DayCount[], sign: 1 | -1): void {
+    for (const e of entries) {
+      const state = this.orgs.get(e.organizationId);
+      if (!state || !e.day.startsWith(state.month)) continue;
+      state.unflushed -= sign * e.calls;
+      state.stored += sign * e.calls;
     }
+  }
+
+  /** One atomic upsert: concurrent processes add to the same rows without losing counts. */
+  private async write(part: DayCount[]): Promise<void> {
+    const values = part.map(() => '(?, ?, ?::date, ?, ?)').join(', ');
+    const params = part.flatMap((e) => [e.organizationId, e.userId, e.day, e.calls, e.limited]);
+    await this.db.orm.em.fork().execute(
+      `insert into api_calls_daily (organization_id, user_id, day, "count", rate_limited) values ${values}
+       on conflict (organization_id, day, user_id) do update set
+         "count" = api_calls_daily."count" + excluded."count",
+         rate_limited = api_calls_daily.rate_limited + excluded.rate_limited`,
+      params,
+    );
   }
 }
 

@@ -39,4 +39,30 @@ describe('API call counting', () => {
     const usage = await apiUsageSince(em, { organizationId: owner.organizationId, since });
     expect(usage).to.deep.equal({ calls: 5, rateLimited: 0 });
   });
+
+  it('keeps the counts in memory when a write fails, and writes them once later', async () => {
+    const owner = await createOrg(s.deps);
+    const since = new Date(s.deps.clock.now().getTime() - 86_400_000);
+    const usage = s.deps.apiUsage as unknown as { write: (part: unknown[]) => Promise<void> };
+    const write = usage.write;
+    await s.deps.apiUsage.flush();
+    for (let i = 0; i < 2; i++) await s.caller(owner.token).auth.me();
+    usage.write = async () => {
+      throw new Error('database went away');
+    };
+    try {
+      await s.deps.apiUsage.flush();
+    } finally {
+      usage.write = write;
+    }
+    const em = s.deps.db.orm.em.fork();
+    expect(await apiCallsSince(em, { organizationId: owner.organizationId, since })).to.equal(2);
+    await s.deps.apiUsage.flush();
+    const rows = await em.execute<{ count: number }[]>(
+      'select "count" from api_calls_daily where organization_id = ?',
+      [owner.organizationId],
+    );
+    expect(rows.map((r) => Number(r.count))).to.deep.equal([2]);
+    expect(await apiCallsSince(em, { organizationId: owner.organizationId, since })).to.equal(2);
+  });
 });
