@@ -86,7 +86,13 @@ export class OutboxRelay {
     await this.loopDone;
     const listener = this.listener;
     this.listener = undefined;
-    if (listener) await listener.end().catch(() => undefined);
+    if (listener) {
+      // A connection that no longer answers must not hold up the shutdown.
+      await Promise.race([
+        listener.end().catch(() => undefined),
+        new Promise((r) => setTimeout(r, 2000).unref()),
+      ]);
+    }
   }
 
   /** Asks the relay to look for events now. */
