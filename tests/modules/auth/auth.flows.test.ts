@@ -10,6 +10,8 @@ import { testConfig } from '../../support/env.js';
 import { expectError } from '../../transport/envelope.js';
 
 const USER_FIELDS = ['id', 'email', 'name', 'role', 'created_at', 'last_login'];
+const TOKEN_FIELDS = ['success', 'token', 'refresh_token', 'token_type', 'expires_in'];
+const TOKEN_VALUES = { success: true, token_type: 'Bearer', expires_in: 3600 };
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe('auth flows (conventions §4)', () => {
@@ -28,15 +30,8 @@ describe('auth flows (conventions §4)', () => {
       const owner = await createOrg(s.deps);
       const res = await post('/auth/login', { email: owner.email.toUpperCase(), password: owner.password });
       expect(res.status).to.equal(200);
-      expect(Object.keys(res.body)).to.have.members([
-        'success',
-        'token',
-        'refresh_token',
-        'token_type',
-        'expires_in',
-        'user',
-      ]);
-      expect(res.body).to.include({ success: true, token_type: 'Bearer', expires_in: 3600 });
+      expect(Object.keys(res.body)).to.have.members([...TOKEN_FIELDS, 'user']);
+      expect(res.body).to.include(TOKEN_VALUES);
       expect(res.body.refresh_token).to.match(/^rt_[A-Za-z0-9_-]{43,}$/);
       expect(res.body.user).to.include.all.keys(USER_FIELDS);
       expect(res.body.user).to.include({ id: owner.id, email: owner.email, role: 'owner' });
@@ -77,14 +72,8 @@ describe('auth flows (conventions §4)', () => {
       const owner = await createOrg(s.deps);
       const res = await post('/auth/refresh', { refresh_token: owner.refreshToken });
       expect(res.status).to.equal(200);
-      expect(Object.keys(res.body)).to.have.members([
-        'success',
-        'token',
-        'refresh_token',
-        'token_type',
-        'expires_in',
-      ]);
-      expect(res.body).to.include({ success: true, token_type: 'Bearer', expires_in: 3600 });
+      expect(Object.keys(res.body)).to.have.members(TOKEN_FIELDS);
+      expect(res.body).to.include(TOKEN_VALUES);
       expect(res.body.refresh_token).to.match(/^rt_/).and.not.equal(owner.refreshToken);
       expect((await me(res.body.token)).status).to.equal(200);
 
@@ -225,7 +214,7 @@ describe('auth flows (conventions §4)', () => {
       const login = await post('/auth/login', { email: input.email, password: input.password });
       expect(Object.keys(res.body)).to.have.members(Object.keys(login.body));
       expect(Object.keys(res.body.user)).to.have.members(Object.keys(login.body.user));
-      expect(res.body).to.include({ success: true, token_type: 'Bearer', expires_in: 3600 });
+      expect(res.body).to.include(TOKEN_VALUES);
       expect(res.body.user).to.include({ email: input.email, name: 'Rita Register', role: 'owner' });
       expect(res.body.user.last_login).to.match(ISO_MS);
       expect(res.headers.get('location')).to.equal(
