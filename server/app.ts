@@ -13,7 +13,7 @@ import scalar from '@scalar/fastify-api-reference';
 import { AppError, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import { newId } from './lib/ids.js';
 import { buildOpenApiDocument } from './openapi.js';
-import { rejectPathParamsInBody } from './rest-guards.js';
+import { lockInputCoercion, rejectPathParamsInBody } from './rest-guards.js';
 import { appRouter } from './router.js';
 import { createHttpContext, type AppDeps, type Context } from './trpc/context.js';
 import type { ErrorData, Meta } from './trpc/init.js';
@@ -65,6 +65,7 @@ function fastifyErrorToAppError(err: FastifyError): AppError {
 }
 
 const procedures = appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
+lockInputCoercion(procedures);
 function metaOf(path: string | undefined): Meta | undefined {
   return path ? (procedures[path]?._def.meta as Meta | undefined) : undefined;
 }

@@ -41,3 +41,46 @@ export function rejectPathParamsInBody(procedures: Record<string, AnyTRPCProcedu
     }
   };
 }
+
+type ZodLike = { _zod?: { def?: Record<string, unknown> }; def?: Record<string, unknown> };
+const COERCIBLE = new Set(['number', 'boolean', 'bigint', 'date']);
+
+function lockCoercion(schema: unknown, seen: Set<unknown>): void {
+  if (!schema || typeof schema !== 'object' || seen.has(schema)) return;
+  seen.add(schema);
+  const def = (schema as ZodLike)._zod?.def ?? (schema as ZodLike).def;
+  if (!def) return;
+  const type = def.type as string | undefined;
+  if (type && COERCIBLE.has(type)) {
+    const declared = def.coerce === true;
+    Object.defineProperty(def, 'coerce', {
+      get: () => declared,
+      set: () => {},
+      configurable: false,
+      enumerable: declared,
+    });
+    return;
+  }
+  if (type === 'object') {
+    for (const child of Object.values((def.shape ?? {}) as Record<string, unknown>))
+      lockCoercion(child, seen);
+    return;
+  }
+  for (const key of ['innerType', 'element', 'in', 'out', 'valueType', 'left', 'right'])
+    lockCoercion(def[key], seen);
+  if (Array.isArray(def.options)) for (const o of def.options) lockCoercion(o, seen);
+}
+
+/**
+ * trpc-to-openapi switches `coerce` on, in place, for every number, boolean, bigint and date field of a procedure's
+ * input when it serves a REST call: in bodies too, where it turns `"false"` into `true`, and then for `/trpc`
+ * callers as well, since the schema object is shared. Locking each field's `coerce` flag to what the schema
+ * declared keeps REST and `/trpc` identical: a query field that should accept strings says so (`z.coerce.number()`),
+ * and a JSON body field means exactly its JSON type.
+ */
+export function lockInputCoercion(procedures: Record<string, AnyTRPCProcedure>): void {
+  const seen = new Set<unknown>();
+  for (const proc of Object.values(procedures)) {
+    for (const input of (proc._def as { inputs?: unknown[] }).inputs ?? []) lockCoercion(input, seen);
+  }
+}
