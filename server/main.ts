@@ -37,14 +37,34 @@ deps.log.info(
   'server listening',
 );
 
+/** Past this, something is stuck: exit non-zero rather than hang (orchestrators send SIGKILL after 30 s). */
+const SHUTDOWN_BUDGET_MS = 25_000;
+
 let stopping = false;
 async function shutdown(signal: string) {
-  if (stopping) return;
+  if (stopping) {
+    // A second Ctrl-C means now.
+    if (signal === 'SIGINT') process.exit(130);
+    return;
+  }
   stopping = true;
   deps.log.info({ signal }, 'shutting down: finishing in-flight requests and jobs');
+  setTimeout(() => {
+    deps.log.error({ budgetMs: SHUTDOWN_BUDGET_MS }, 'shutdown took too long; exiting');
+    process.exit(1);
+  }, SHUTDOWN_BUDGET_MS).unref();
   try {
-    await app.close();
+    // No new connections; requests in flight get their responses. Fastify closes the idle keep-alive connections
+    // once, when the close begins: a connection whose request was still in flight only becomes idle after its
+    // response, and would hold the close open until its keep-alive timeout, so keep sweeping until it is done.
+    const sweep = setInterval(() => app.server.closeIdleConnections(), 100);
+    try {
+      await app.close();
+    } finally {
+      clearInterval(sweep);
+    }
     await stopServices(deps);
+    deps.log.info('stopped');
     process.exit(0);
   } catch (err) {
     deps.log.error({ err }, 'error during shutdown');

@@ -54,9 +54,45 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   return deps;
 }
 
-export async function stopServices(deps: AppDeps): Promise<void> {
-  await stopWorkers(deps);
-  await deps.apiUsage.stop();
-  await deps.jobs.stop();
-  await deps.db.close();
+const stops = new WeakMap<AppDeps, Promise<void>>();
+
+/**
+ * Stops what startServices started, in reverse order: the workers, the usage counters, the job queue (running
+ * handlers finish their current job), then the database. Every step runs even if one before it failed, and each has
+ * a time budget so that a stuck one cannot hang the shutdown; any failure is reported at the end. Calling it again
+ * waits for the same stop.
+ */
+export function stopServices(deps: AppDeps): Promise<void> {
+  let stop = stops.get(deps);
+  if (!stop) {
+    stop = stopInOrder(deps);
+    stops.set(deps, stop);
+  }
+  return stop;
+}
+
+async function stopInOrder(deps: AppDeps): Promise<void> {
+  const problems: string[] = [];
+  const step = async (name: string, budgetMs: number, run: () => Promise<unknown>) => {
+    let timer: NodeJS.Timeout | undefined;
+    const overtime = new Promise<'overtime'>((resolve) => {
+      timer = setTimeout(() => resolve('overtime'), budgetMs);
+    });
+    try {
+      if ((await Promise.race([run(), overtime])) === 'overtime') {
+        problems.push(`${name}: still stopping after ${budgetMs} ms`);
+        deps.log.error({ step: name, budgetMs }, 'shutdown step took too long; going on');
+      }
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+      deps.log.error({ err, step: name }, 'shutdown step failed; going on');
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  await step('workers', 15_000, () => stopWorkers(deps));
+  await step('api usage', 5_000, () => deps.apiUsage.stop());
+  await step('job queue', 15_000, () => deps.jobs.stop(10_000));
+  await step('database', 10_000, () => deps.db.close());
+  if (problems.length > 0) throw new Error(`Shutdown incomplete: ${problems.join('; ')}`);
 }
