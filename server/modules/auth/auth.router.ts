@@ -55,7 +55,7 @@ export const authRouter = router({
         tags,
         summary: 'Exchange a refresh token for a new token pair',
         description:
-          'Refresh tokens rotate on every use. Presenting one that was already used revokes every token of its login session.',
+          'Refresh tokens rotate on every use. Presenting one that was already used (a second, concurrent use included: exactly one of them wins) revokes every token of its login session.',
         protect: false,
       },
     })
