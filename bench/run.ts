@@ -273,6 +273,7 @@ async function runPostgres(want: (part: string) => boolean, modules: string[], h
       server,
       databaseUrl: DATABASE_URL,
       token,
+      jwtSecret: JWT_SECRET,
       headers: { ...VIA_HTTPS_PROXY, authorization: `Bearer ${token}` },
       settings,
       report,

@@ -48,6 +48,8 @@ export interface BenchContext {
   databaseUrl: string;
   /** Access token of the owner of an organization on the enterprise plan (unlimited quota and resources). */
   token: string;
+  /** The server's JWT_SECRET, for a hand-written baseline that verifies the same tokens. */
+  jwtSecret: string;
   /** Authorization and X-Forwarded-Proto headers for a load or a request of your own. */
   headers: Record<string, string>;
   settings: BenchSettings;

@@ -1,8 +1,8 @@
 import { humanDuration, iso } from '../../lib/time.js';
-import type { VpnProtocol } from './vpn.constants.js';
+import type { ConnectionStatus, VpnProtocol } from './vpn.constants.js';
 import type { VpnConnection } from './vpn-connection.entity.js';
 import type { VpnServer } from './vpn-server.entity.js';
-import { projectUsage } from './vpn.simulation.js';
+import { projectUsage, type UsageState } from './vpn.simulation.js';
 import type { TConnection, TConnectionDetail, TServer } from './vpn.schema.js';
 import { CLIENT_ALLOWED_IPS, CLIENT_DNS } from './wireguard.js';
 
@@ -12,8 +12,23 @@ export function serverEndpoint(server: VpnServer, protocol: VpnProtocol): string
   return `${server.host.includes(':') ? `[${server.host}]` : server.host}:${port}`;
 }
 
+/** What the list view needs of a connection: the entity, or a row of the list query (vpn.queries.ts). */
+export interface ConnectionView extends UsageState {
+  id: string;
+  name: string;
+  status: ConnectionStatus;
+  statusMessage?: string | null;
+  location: string;
+  protocol: VpnProtocol;
+  server: { id: string };
+  user: { id: string };
+  autoConnect: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
 /** The list view. `now` drives the simulated usage, so a fake clock gives exact values. */
-export function toConnectionDto(c: VpnConnection, now: Date): TConnection {
+export function toConnectionDto(c: ConnectionView, now: Date): TConnection {
   const usage = projectUsage(c, now);
   return {
     id: c.id,

@@ -7,7 +7,6 @@ import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
 import { AppError } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import { findPage } from '../../lib/pagination.js';
 import { planLimit } from '../../lib/plans.js';
 import type { AppDeps, Context } from '../../trpc/context.js';
 import { VPN_ACTIVATE_JOB } from './vpn.constants.js';
@@ -24,6 +23,7 @@ import type {
   TUpdateConnectionInput,
 } from './vpn.schema.js';
 import { pickServerOrThrow } from './vpn-servers.service.js';
+import { findConnectionPage } from './vpn.queries.js';
 import { startSession, storeUsage } from './vpn.simulation.js';
 import { clientAddress, generateWireguardKeyPair, wgQuickConfig } from './wireguard.js';
 
@@ -68,14 +68,14 @@ export async function listConnections(
   if (input.protocol) where.protocol = input.protocol;
   if (input.location) where.location = input.location;
 
-  const page = await findPage(ctx.em, VpnConnection, where as FilterQuery<VpnConnection>, input);
+  const found = await findConnectionPage(ctx.em, where, input);
   const now = ctx.deps.clock.now();
   return {
     success: true,
-    connections: page.items.map((c) => toConnectionDto(c, now)),
-    total: page.total,
-    page: page.page,
-    limit: page.limit,
+    connections: found.items.map((c) => toConnectionDto(c, now)),
+    total: found.total,
+    page: input.page,
+    limit: input.limit,
   };
 }
 

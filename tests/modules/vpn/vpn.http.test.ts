@@ -466,6 +466,15 @@ describe('VPN over HTTP', () => {
         'connected_at',
         'data_usage',
       );
+      // The list view agrees with the detail view.
+      for (const item of list.body.connections) {
+        const { connection } = (
+          await http(s.baseUrl, 'GET', `/v1/vpn/connections/${item.id}`, { token: owner.token })
+        ).body;
+        const { config: _c, stats: _s, data_usage: _d, last_activity: _l, ...rest } = connection;
+        const { data_usage: _d2, last_activity: _l2, ...listed } = item;
+        expect(listed).to.deep.equal(rest);
+      }
       const page2 = await http(s.baseUrl, 'GET', '/v1/vpn/connections?limit=2&page=2', {
         token: owner.token,
       });
