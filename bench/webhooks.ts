@@ -153,13 +153,13 @@ export async function bench(ctx: BenchContext): Promise<void> {
         },
         body: JSON.stringify(body),
       });
-      const json = (await res.json()) as Record<string, any>;
+      const json = (await res.json()) as { token?: string; user?: { organization_id?: string } };
       if (!res.ok) throw new Error(`POST ${path} answered ${res.status}: ${JSON.stringify(json)}`);
       return json;
     };
     const login = await post('/v1/auth/login', owner);
-    const token = login.token as string;
-    const orgId = login.user.organization_id as string;
+    const token = login.token!;
+    const orgId = login.user!.organization_id!;
     await post('/v1/webhooks', { url: receiver.url, events: ['user.updated'] }, token);
 
     // Latency: one event per commit, the next once the previous one arrived.
