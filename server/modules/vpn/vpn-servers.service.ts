@@ -1,9 +1,7 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
-import { Organization } from '../../access/organization.entity.js';
 import type { Em } from '../../db/orm.js';
-import type { EventType } from '../../events/event-types.js';
-import { recordEvent } from '../../events/record-event.js';
+import { recordEvent, recordEventForAllOrganizations } from '../../events/record-event.js';
 import { AppError } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import type { Context } from '../../trpc/context.js';
@@ -65,20 +63,6 @@ export async function pickServerOrThrow(
   throw new AppError('VALIDATION_ERROR', message, { details: [{ path: 'location', message }] });
 }
 
-/**
- * Records one event for every organization, in the caller's transaction (catalogue changes concern everyone).
- */
-export async function recordEventForEveryOrganization(
-  em: Em,
-  type: EventType,
-  object: Record<string, unknown>,
-  now: Date,
-): Promise<number> {
-  const orgs = await em.find(Organization, {}, { fields: ['id'] });
-  for (const org of orgs) recordEvent(em, type, object, org.id, now);
-  return orgs.length;
-}
-
 const hostname =
   /^(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 const ipv4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
@@ -110,11 +94,7 @@ export const ZAddServerInput = z.strictObject({
 export type TAddServerInput = z.input<typeof ZAddServerInput>;
 
 /** Adds a server with a fresh key pair and tells every organization (`vpn.server.created`), in one transaction. */
-export async function addServer(
-  em: Em,
-  raw: TAddServerInput,
-  now: Date,
-): Promise<{ server: TServer; organizations: number }> {
+export async function addServer(em: Em, raw: TAddServerInput, now: Date): Promise<{ server: TServer }> {
   const input = ZAddServerInput.parse(raw);
   const keys = generateWireguardKeyPair();
   return em.transactional(async (tx) => {
@@ -141,8 +121,9 @@ export async function addServer(
       deletedAt: null,
     });
     const dto = toServerDto(server);
-    const organizations = await recordEventForEveryOrganization(tx, 'vpn.server.created', dto, now);
-    return { server: dto, organizations };
+    // One event for the whole platform: the relay hands it to every organization's subscribed webhooks.
+    recordEventForAllOrganizations(tx, 'vpn.server.created', dto, now);
+    return { server: dto };
   });
 }
 
@@ -154,7 +135,7 @@ export async function removeServer(
   em: Em,
   id: string,
   now: Date,
-): Promise<{ server: TServer; organizations: number; connectionsAffected: number }> {
+): Promise<{ server: TServer; connectionsAffected: number }> {
   if (!isId('srv', id)) throw new AppError('NOT_FOUND', `Server ${id} not found`);
   return em.transactional(async (tx) => {
     const server = await tx.findOne(
@@ -182,8 +163,8 @@ export async function removeServer(
       }
     }
     const dto = toServerDto(server);
-    const organizations = await recordEventForEveryOrganization(tx, 'vpn.server.deleted', dto, now);
-    return { server: dto, organizations, connectionsAffected: connections.length };
+    recordEventForAllOrganizations(tx, 'vpn.server.deleted', dto, now);
+    return { server: dto, connectionsAffected: connections.length };
   });
 }
 
