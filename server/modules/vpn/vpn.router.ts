@@ -45,6 +45,9 @@ const connections = router({
           '`vpn.connected`). A WireGuard connection gets its own key pair: this response alone carries ' +
           '`connection.config.wg_quick`, a ready `wg-quick` configuration with the client private key, which is ' +
           'not stored. Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`.',
+        errorResponses: {
+          402: 'The plan allows no more VPN connections; details name `{resource, limit, current}`',
+        },
       },
       successStatus: 201,
     })
@@ -75,6 +78,7 @@ const connections = router({
         description:
           '`status: "inactive"` disconnects (emitting `vpn.disconnected` if it was active); `status: "active"` ' +
           'reconnects an inactive or failed connection through `connecting`.',
+        errorResponses: { 409: 'Reconnecting a connection whose server left the catalogue' },
       },
     })
     .input(ZUpdateConnectionInput)
