@@ -87,53 +87,86 @@ export async function performAttempt(deps: AppDeps, t: AttemptTarget): Promise<A
   return { success: false, gone: false, responseStatus: null, responseTimeMs: null, error: result.error, at };
 }
 
+export type OutcomeStatus = 'pending' | 'success' | 'failed';
+
+export interface OutcomeInput {
+  target: Pick<AttemptTarget, 'deliveryId' | 'webhookId' | 'attempt'>;
+  outcome: AttemptOutcome;
+}
+
+export interface RecordedOutcome {
+  /** False when the attempt guard did not match (a lease expired and a newer attempt owns the row). */
+  recorded: boolean;
+  status: OutcomeStatus;
+  nextAttemptAt: Date | null;
+}
+
+/** What the row becomes: success; 410 or a spent schedule → failed; otherwise pending until the next attempt. */
+function nextState(
+  deps: AppDeps,
+  attempt: number,
+  o: AttemptOutcome,
+): { status: OutcomeStatus; nextAttemptAt: Date | null } {
+  const retryIn =
+    o.success || o.gone ? undefined : nextRetryDelayMs(deps.config.webhook.retryScheduleMs, attempt);
+  return {
+    status: o.success ? 'success' : retryIn === undefined ? 'failed' : 'pending',
+    nextAttemptAt: retryIn === undefined ? null : new Date(o.at.getTime() + retryIn),
+  };
+}
+
 /**
- * Records an attempt's outcome, guarded by the attempt number so that a worker whose lease expired can never
- * overwrite a newer attempt. Success → `success`; 410 → `failed` and the webhook `disabled`; other failures →
- * the next attempt per the retry schedule, or `failed` when it is spent. `recorded` is false when the guard did not
- match.
+ * Records the outcomes of several attempts in one statement, each guarded by its attempt number so that a worker
+ * whose lease expired can never overwrite a newer attempt. A 410 also disables the webhook, in the same
+ * transaction.
  */
-export async function recordOutcome(
+export async function recordOutcomes(
   deps: AppDeps,
   em: Em,
-  t: Pick<AttemptTarget, 'deliveryId' | 'webhookId' | 'attempt'>,
-  o: AttemptOutcome,
-  opts: { retry: boolean } = { retry: true },
-): Promise<{ recorded: boolean; status: 'pending' | 'success' | 'failed'; nextAttemptAt: Date | null }> {
-  const retryIn =
-    o.success || o.gone || !opts.retry
-      ? undefined
-      : nextRetryDelayMs(deps.config.webhook.retryScheduleMs, t.attempt);
-  const status = o.success ? 'success' : retryIn === undefined ? 'failed' : 'pending';
-  const nextAttemptAt = retryIn === undefined ? null : new Date(o.at.getTime() + retryIn);
-  const update = async (tx: Em) => {
-    const changed = await tx.execute<{ id: string }[]>(
-      `update "webhook_deliveries"
-          set "status" = ?, "next_attempt_at" = ?, "last_attempt_at" = ?, "delivered_at" = ?,
-              "response_status" = ?, "response_time_ms" = ?, "last_error" = ?, "updated_at" = ?
-        where "id" = ? and "attempts" = ? and "status" = 'pending'
-        returning "id"`,
-      [
-        status,
-        nextAttemptAt,
-        o.at,
-        o.success ? o.at : null,
-        o.responseStatus,
-        o.responseTimeMs,
-        o.error?.slice(0, 500) ?? null,
-        o.at,
-        t.deliveryId,
-        t.attempt,
-      ],
+  items: OutcomeInput[],
+): Promise<RecordedOutcome[]> {
+  if (items.length === 0) return [];
+  const states = items.map((i) => nextState(deps, i.target.attempt, i.outcome));
+  const values: unknown[] = [];
+  const rows = items.map((item, k) => {
+    const { outcome: o, target: t } = item;
+    const st = states[k]!;
+    values.push(
+      t.deliveryId,
+      t.attempt,
+      st.status,
+      st.nextAttemptAt,
+      o.at,
+      o.success ? o.at : null,
+      o.responseStatus,
+      o.responseTimeMs,
+      o.error?.slice(0, 500) ?? null,
     );
-    if (o.gone && changed.length > 0) {
+    return '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  });
+  const gone = items.filter((i) => i.outcome.gone);
+  const write = async (tx: Em) => {
+    const changed = await tx.execute<{ id: string }[]>(
+      `update "webhook_deliveries" d
+          set "status" = v.status, "next_attempt_at" = v.next_at::timestamptz, "last_attempt_at" = v.at::timestamptz,
+              "delivered_at" = v.delivered_at::timestamptz, "response_status" = v.response_status::int,
+              "response_time_ms" = v.response_time_ms::int, "last_error" = v.last_error, "updated_at" = v.at::timestamptz
+         from (values ${rows.join(', ')})
+              as v(id, attempts, status, next_at, at, delivered_at, response_status, response_time_ms, last_error)
+        where d."id" = v.id and d."attempts" = v.attempts::int and d."status" = 'pending'
+        returning d."id"`,
+      values,
+    );
+    const done = new Set(changed.map((r) => r.id));
+    for (const g of gone) {
+      if (!done.has(g.target.deliveryId)) continue;
       await tx.execute(
         `update "webhooks" set "status" = 'disabled', "updated_at" = ? where "id" = ? and "status" <> 'disabled'`,
-        [o.at, t.webhookId],
+        [g.outcome.at, g.target.webhookId],
       );
     }
-    return changed.length > 0;
+    return done;
   };
-  const recorded = await (o.gone ? em.transactional(update) : update(em));
-  return { recorded, status, nextAttemptAt };
+  const done = await (gone.length > 0 ? em.transactional(write) : write(em));
+  return items.map((i, k) => ({ recorded: done.has(i.target.deliveryId), ...states[k]! }));
 }

@@ -1,6 +1,12 @@
 import { WakeSignal } from '../../lib/wake-signal.js';
 import type { AppDeps } from '../../trpc/context.js';
-import { performAttempt, recordOutcome, type AttemptTarget } from './delivery-attempt.js';
+import {
+  performAttempt,
+  recordOutcomes,
+  type AttemptTarget,
+  type OutcomeInput,
+  type RecordedOutcome,
+} from './delivery-attempt.js';
 
 /*
  * Why the deliveries table is its own queue rather than a pg-boss queue:
@@ -13,6 +19,9 @@ import { performAttempt, recordOutcome, type AttemptTarget } from './delivery-at
  * row is no longer due until its lease expires (only if its process died mid-attempt), and a stale worker's
  * result is refused by the `attempts` guard.
  */
+
+/** Outcomes written per statement at most. */
+const OUTCOME_BATCH = 200;
 
 export interface DeliveryWorkerOptions {
   /** Attempts in flight at once in this process. */
@@ -45,6 +54,8 @@ export class DeliveryWorker {
   private readonly inFlightDone = new Set<Promise<void>>();
   private loopDone: Promise<void> | undefined;
   private readonly signal = new WakeSignal();
+  private readonly outcomes: { item: OutcomeInput; resolve: (r: RecordedOutcome | undefined) => void }[] = [];
+  private writing: Promise<void> | undefined;
   /** Attempts this process has made (for tests and metrics). */
   attemptsMade = 0;
 
@@ -136,18 +147,44 @@ export class DeliveryWorker {
 
   private async attempt(target: AttemptTarget): Promise<void> {
     const outcome = await performAttempt(this.deps, target);
-    try {
-      const result = await recordOutcome(this.deps, this.deps.db.orm.em.fork(), target, outcome);
-      if (!result.recorded) {
-        this.deps.log.warn({ deliveryId: target.deliveryId }, 'delivery outcome not recorded: lease expired');
-      } else if (result.status === 'pending') {
-        // A retry may be due before the loop's next planned look.
-        this.nudge();
-      }
-    } catch (err) {
-      // The lease expires and the delivery is attempted again: at least once, never lost.
-      this.deps.log.error({ err, deliveryId: target.deliveryId }, 'could not record delivery outcome');
+    const result = await this.record({ target, outcome });
+    if (!result) return; // not written: the lease expires and the delivery is attempted again (never lost)
+    if (!result.recorded) {
+      this.deps.log.warn({ deliveryId: target.deliveryId }, 'delivery outcome not recorded: lease expired');
+    } else if (result.status === 'pending') {
+      // A retry may be due before the loop's next planned look.
+      this.nudge();
     }
+  }
+
+  /**
+   * Outcomes are written in batches: those that finish while a write runs go together in the next statement, so
+   * the number of writes follows the database's pace rather than one per attempt.
+   */
+  private record(item: OutcomeInput): Promise<RecordedOutcome | undefined> {
+    return new Promise((resolve) => {
+      this.outcomes.push({ item, resolve });
+      this.writing ??= this.writeOutcomes();
+    });
+  }
+
+  private async writeOutcomes(): Promise<void> {
+    await Promise.resolve(); // let the outcomes of the same tick join the first batch
+    while (this.outcomes.length > 0) {
+      const batch = this.outcomes.splice(0, OUTCOME_BATCH);
+      try {
+        const results = await recordOutcomes(
+          this.deps,
+          this.deps.db.orm.em.fork(),
+          batch.map((b) => b.item),
+        );
+        batch.forEach((b, k) => b.resolve(results[k]));
+      } catch (err) {
+        this.deps.log.error({ err, count: batch.length }, 'could not record delivery outcomes');
+        for (const b of batch) b.resolve(undefined);
+      }
+    }
+    this.writing = undefined;
   }
 
   /** Claims up to `limit` due deliveries of active webhooks, in one statement. */
