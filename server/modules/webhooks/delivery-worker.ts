@@ -12,10 +12,10 @@ import {
  * Why the deliveries table is its own queue rather than a pg-boss queue:
  * a delivery already is a durable row with a due time and a state. Claiming due rows with
  * `UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED LIMIT n)` takes a whole batch in one statement, bumps
- * `attempts` and sets a lease (`next_attempt_at` moved past the attempt's timeout) atomically, and the outcome
- * is one guarded UPDATE of the same row. A pg-boss job per attempt would add a second durable record to keep in
- * step with the row (insert, fetch, complete: three more writes per attempt) for no gain in safety, and nothing
- * here takes a process-wide lock. Two processes never claim the same attempt: a locked row is skipped, a claimed
+ * `attempts` and sets a lease (`next_attempt_at` moved past the attempt's timeout) atomically, and outcomes are
+ * written back to the same rows, many per guarded UPDATE. A pg-boss job per attempt would add a second durable
+ * record to keep in step with the row (insert, fetch, complete: more writes per attempt, each on its own) for no
+ * gain in safety, and nothing here takes a process-wide lock. Two processes never claim the same attempt: a locked row is skipped, a claimed
  * row is no longer due until its lease expires (only if its process died mid-attempt), and a stale worker's
  * result is refused by the `attempts` guard.
  */
