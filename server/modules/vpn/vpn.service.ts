@@ -188,9 +188,17 @@ export async function updateConnection(
     if (!c) throw notFound();
     const srv = await tx.findOneOrFail(VpnServer, c.server.id);
     let wake: (() => void) | undefined;
-    if (input.name !== undefined) c.name = input.name;
-    if (input.auto_connect !== undefined) c.autoConnect = input.auto_connect;
+    let changed = false;
+    if (input.name !== undefined && input.name !== c.name) {
+      c.name = input.name;
+      changed = true;
+    }
+    if (input.auto_connect !== undefined && input.auto_connect !== c.autoConnect) {
+      c.autoConnect = input.auto_connect;
+      changed = true;
+    }
     if (input.status === 'inactive' && c.status !== 'inactive') {
+      changed = true;
       const wasActive = c.status === 'active';
       if (wasActive) storeUsage(c, now);
       c.status = 'inactive';
@@ -202,6 +210,7 @@ export async function updateConnection(
         recordEvent(tx, 'vpn.disconnected', toConnectionDetailDto(c, srv, now), c.organization.id, now);
       }
     } else if (input.status === 'active' && (c.status === 'inactive' || c.status === 'error')) {
+      changed = true;
       if (srv.deletedAt || srv.status !== 'online' || !srv.protocols.includes(c.protocol)) {
         throw new AppError(
           'CONFLICT',
@@ -213,7 +222,7 @@ export async function updateConnection(
       c.connectGeneration += 1;
       wake = await queueActivation(ctx, tx, { connection_id: c.id, generation: c.connectGeneration });
     }
-    c.updatedAt = now;
+    if (changed) c.updatedAt = now;
     return { connection: c, server: srv, wake };
   });
   wake?.();

@@ -246,6 +246,35 @@ describe('VPN over HTTP', () => {
       expect(await eventsOf(s.deps, owner.organizationId, 'vpn.connected')).to.have.length(2);
     });
 
+    it('PUT without changes changes nothing; unknown fields and other statuses are a 400', async () => {
+      const owner = await createOrg(s.deps);
+      const id = (await createConnection(s.baseUrl, owner.token)).body.connection.id;
+      // Inactive, so that no activation changes it meanwhile.
+      const c = (
+        await http(s.baseUrl, 'PUT', `/v1/vpn/connections/${id}`, {
+          token: owner.token,
+          body: { status: 'inactive' },
+        })
+      ).body.connection;
+      const same = await http(s.baseUrl, 'PUT', `/v1/vpn/connections/${c.id}`, {
+        token: owner.token,
+        body: { name: c.name },
+      });
+      expect(same.status).to.equal(200);
+      expect(same.body.connection.updated_at).to.equal(c.updated_at);
+      for (const body of [
+        { status: 'connecting' },
+        { protocol: 'openvpn' },
+        { name: '' },
+        { auto_connect: 'yes' },
+      ]) {
+        const bad = await http(s.baseUrl, 'PUT', `/v1/vpn/connections/${c.id}`, { token: owner.token, body });
+        expect(bad.status, JSON.stringify(body)).to.equal(400);
+      }
+      const after = await http(s.baseUrl, 'GET', `/v1/vpn/connections/${c.id}`, { token: owner.token });
+      expect(after.body.connection).to.include({ name: c.name, protocol: 'wireguard', auto_connect: false });
+    });
+
     it('cancels a pending activation when deactivated while connecting', async () => {
       const owner = await createOrg(s.deps);
       const id = (await createConnection(s.baseUrl, owner.token)).body.connection.id;
