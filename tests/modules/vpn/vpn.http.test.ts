@@ -1,5 +1,8 @@
 import { expect } from 'chai';
 import { VpnConnection } from '../../../server/modules/vpn/vpn-connection.entity.js';
+import { appRouter } from '../../../server/router.js';
+import { createInProcessContext } from '../../../server/trpc/context.js';
+import { createCallerFactory } from '../../../server/trpc/init.js';
 import { wireguardPublicKey } from '../../../server/modules/vpn/wireguard.js';
 import { createOrg, createUser, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
@@ -19,6 +22,21 @@ describe('VPN over HTTP', () => {
   before(async () => {
     s = await sharedServer();
   });
+
+  /** Long enough that the next request surely comes before the activation, however busy the machine. */
+  const SLOW_MS = 2500;
+
+  /** Creates a connection whose activation is due in `delayMs` (the shared server's workers run it). */
+  async function createSlowly(token: string, delayMs: number): Promise<string> {
+    const deps = { ...s.deps, config: { ...s.deps.config, provisioningDelayMs: delayMs } };
+    const caller = createCallerFactory(appRouter)(createInProcessContext(deps, { token }));
+    const { connection } = await caller.vpn.connections.create({
+      name: 'Slow',
+      location: 'eu-central',
+      protocol: 'wireguard',
+    });
+    return connection.id;
+  }
 
   async function waitActive(token: string, id: string) {
     return waitFor(async () => {
@@ -277,14 +295,14 @@ describe('VPN over HTTP', () => {
 
     it('cancels a pending activation when deactivated while connecting', async () => {
       const owner = await createOrg(s.deps);
-      const id = (await createConnection(s.baseUrl, owner.token)).body.connection.id;
+      const id = await createSlowly(owner.token, SLOW_MS);
       const off = await http(s.baseUrl, 'PUT', `/v1/vpn/connections/${id}`, {
         token: owner.token,
         body: { status: 'inactive' },
       });
       expect(off.body.connection.status).to.equal('inactive');
       // Wait until the queued activation has certainly run (it must leave the connection alone).
-      await new Promise((r) => setTimeout(r, s.deps.config.provisioningDelayMs + 800));
+      await new Promise((r) => setTimeout(r, SLOW_MS + 1000));
       const res = await http(s.baseUrl, 'GET', `/v1/vpn/connections/${id}`, { token: owner.token });
       expect(res.body.connection.status).to.equal('inactive');
       expect(await eventsOf(s.deps, owner.organizationId)).to.satisfy((evs: any[]) =>
@@ -310,7 +328,7 @@ describe('VPN over HTTP', () => {
 
     it('deleting a connecting connection emits nothing', async () => {
       const owner = await createOrg(s.deps);
-      const id = (await createConnection(s.baseUrl, owner.token)).body.connection.id;
+      const id = await createSlowly(owner.token, SLOW_MS);
       const del = await http(s.baseUrl, 'DELETE', `/v1/vpn/connections/${id}`, { token: owner.token });
       expect(del.status).to.equal(200);
       expect(await eventsOf(s.deps, owner.organizationId, 'vpn.disconnected')).to.have.length(0);
