@@ -53,6 +53,7 @@ describe('GET /v1/openapi.json and /docs', () => {
       const got = await fetch(url);
       expect(got.status, asset).to.equal(200);
       expect((await got.arrayBuffer()).byteLength, asset).to.be.greaterThan(0);
+      if (url.pathname.endsWith('.js')) expect(got.headers.get('cache-control')).to.match(/max-age=\d+/);
     }
     // The configuration turns off what the reference would otherwise fetch from the internet.
     const config = /createApiReference\([^,]+,\s*(\{[\s\S]*?\})\s*\)/.exec(html);
