@@ -343,7 +343,10 @@ async function main(): Promise<number> {
       `parts: ${parts.filter(want).join(', ')}`,
   );
   if (load1 > settings.cores / 2) {
-    console.log('bench: the machine is busy: the figures below are lower than on a quiet machine');
+    console.log(
+      `bench: the load average (${fmt(load1, 2)}) says other work ran on these ${settings.cores} cores in the last ` +
+        'minute: if it still runs, the figures below are lower than on a quiet machine',
+    );
   }
 
   let hashMs: number | null = null;
