@@ -155,8 +155,9 @@ function queueDbFor(db: Database, log: QueueLogger): QueueDb {
   pool.on('error', (err) => log.error({ err }, 'job queue connection error'));
   return new QueueDb(
     async (text, values) => {
-      const r = await pool.query(text, values);
-      return { rows: r.rows };
+      // A script of several statements (pg-boss's monitoring and maintenance) yields one result per statement.
+      const r = (await pool.query(text, values)) as pg.QueryResult | pg.QueryResult[];
+      return { rows: Array.isArray(r) ? r.flatMap((x) => x.rows ?? []) : r.rows };
     },
     () => pool.end(),
   );
