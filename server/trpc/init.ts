@@ -2,12 +2,7 @@ import { initTRPC, TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
-import {
-  NotFoundError,
-  UniqueConstraintViolationException,
-  ConnectionException,
-  DriverException,
-} from '@mikro-orm/core';
+import { NotFoundError, UniqueConstraintViolationException, ConnectionException } from '@mikro-orm/core';
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../lib/errors.js';
 import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
@@ -86,10 +81,8 @@ function isDatabaseUnavailable(err: unknown): boolean {
   const code = typeof e.code === 'string' ? e.code : typeof e.sqlState === 'string' ? e.sqlState : '';
   if (UNREACHABLE_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300')
     return true;
-  return (
-    err instanceof DriverException &&
-    /Connection terminated|connection timeout|PGlite is closed|pool is (closed|destroyed)/i.test(err.message)
-  );
+  // Raw queries (the per-request actor lookup) reach us as the driver's own errors, not wrapped by the ORM.
+  return /Connection terminated|connection timeout|PGlite is closed|pool is (closed|destroyed)/i.test(err.message);
 }
 
 /** Turns anything a procedure threw into an AppError. Unknown errors become a generic INTERNAL_ERROR. */

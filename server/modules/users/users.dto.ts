@@ -83,7 +83,13 @@ export const ZPermissionObject = z
   )
   .meta({ id: 'PermissionObject' });
 
-export function toUserSummaryDto(u: User): TUserSummary {
+/** What the summary view reads: a User entity, or the caller's row loaded with the token (ActorUser). */
+export type UserSummarySource = Pick<
+  User,
+  'id' | 'email' | 'name' | 'role' | 'status' | 'permissions' | 'twoFactorEnabled' | 'lastLogin' | 'createdAt'
+> & { organization: { id: string } };
+
+export function toUserSummaryDto(u: UserSummarySource): TUserSummary {
   return {
     id: u.id,
     email: u.email,
