@@ -82,7 +82,9 @@ function isDatabaseUnavailable(err: unknown): boolean {
   if (UNREACHABLE_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code) || code === '53300')
     return true;
   // Raw queries (the per-request actor lookup) reach us as the driver's own errors, not wrapped by the ORM.
-  return /Connection terminated|connection timeout|PGlite is closed|pool is (closed|destroyed)/i.test(err.message);
+  return /Connection terminated|connection timeout|PGlite is closed|pool is (closed|destroyed)/i.test(
+    err.message,
+  );
 }
 
 /** Turns anything a procedure threw into an AppError. Unknown errors become a generic INTERNAL_ERROR. */
