@@ -14,7 +14,7 @@ export interface Actor {
   sessionId: string;
   role: Role;
   email: string;
-  permissions: Set<Permission>;
+  permissions: ReadonlySet<Permission>;
   /** The user row as loaded with the token. */
   user: ActorUser;
 }

@@ -52,8 +52,19 @@ export function initialPermissions(role: Role, grants: Iterable<string> = []): P
 }
 
 /** What a user may do: everything for the owner, otherwise the stored set (with `admin` implying the levels). */
-export function effectivePermissions(role: Role, stored: readonly string[]): Set<Permission> {
-  return new Set(role === 'owner' ? PERMISSIONS : normalizePermissions(stored));
+const effectiveCache = new Map<string, ReadonlySet<Permission>>();
+
+export function effectivePermissions(role: Role, stored: readonly string[]): ReadonlySet<Permission> {
+  // Computed for every authenticated request from a handful of distinct (role, set) pairs: memoised, and shared
+  // read-only between requests.
+  const key = role === 'owner' ? 'owner' : `${role}|${stored.join(',')}`;
+  let set = effectiveCache.get(key);
+  if (!set) {
+    if (effectiveCache.size >= 1000) effectiveCache.clear();
+    set = new Set(role === 'owner' ? PERMISSIONS : normalizePermissions(stored));
+    effectiveCache.set(key, set);
+  }
+  return set;
 }
 
 export function hasPermission(role: Role, stored: readonly string[], needed: Permission): boolean {
