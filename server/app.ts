@@ -9,7 +9,7 @@ import Fastify, {
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import type { AnyTRPCProcedure } from '@trpc/server';
 import { fastifyTRPCOpenApiPlugin } from 'trpc-to-openapi';
-import scalar from '@scalar/fastify-api-reference';
+import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference';
 import { AppError, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import { newId } from './lib/ids.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -155,8 +155,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.type('application/json; charset=utf-8').send(openApiDocument),
   );
   // The reference page and its script are served from node_modules; nothing is fetched from a CDN (no web fonts,
-  // telemetry, AI agent or hosted tooling), so it works on a machine without internet access.
-  await app.register(scalar, {
+  // telemetry, AI agent or hosted tooling), so it works on a machine without internet access. The UI package embeds
+  // a 4 MB script (about 40 MB of memory once loaded): it is loaded on the first visit to /docs, into a small inner
+  // Fastify instance that answers the /docs routes, rather than at start by every process.
+  const scalarOptions: FastifyApiReferenceOptions = {
     routePrefix: '/docs',
     hooks: {
       // The page's 4 MB script only changes with the package: let browsers keep it for an hour.
@@ -176,7 +178,30 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       documentDownloadType: 'json',
       defaultOpenAllTags: true,
     },
-  });
+  };
+  let docs: Promise<FastifyInstance> | undefined;
+  const loadDocs = () =>
+    (docs ??= (async () => {
+      const { default: scalar } = await import('@scalar/fastify-api-reference');
+      const inner = Fastify({ logger: false, routerOptions: { ignoreTrailingSlash: true } });
+      await inner.register(scalar, scalarOptions);
+      await inner.ready();
+      return inner;
+    })());
+  const serveDocs = async (req: FastifyRequest, reply: FastifyReply) => {
+    const inner = await loadDocs();
+    const res = await inner.inject({ method: req.method as 'GET', url: req.url, headers: req.headers });
+    for (const [name, value] of Object.entries(res.headers)) {
+      if (
+        value !== undefined &&
+        !['content-length', 'connection', 'transfer-encoding', 'keep-alive'].includes(name)
+      )
+        void reply.header(name, value);
+    }
+    return reply.status(res.statusCode).send(res.rawPayload);
+  };
+  app.route({ method: ['GET', 'HEAD'], url: '/docs', handler: serveDocs });
+  app.route({ method: ['GET', 'HEAD'], url: '/docs/*', handler: serveDocs });
 
   const createContext = ({ req }: { req: FastifyRequest }): Context => createHttpContext(deps, req);
 

@@ -2,10 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
-import { PgliteDriver } from '@mikro-orm/pglite';
-import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import type { EntityManager, AbstractSqlDriver } from '@mikro-orm/sql';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { migrationsList } from './migrations/index.js';
 
 export type Em = EntityManager<AbstractSqlDriver>;
@@ -32,7 +30,11 @@ export interface DatabaseOptions {
   poolMax?: number;
 }
 
-export function ormOptions(opts: DatabaseOptions, pglite?: PGlite): Partial<Options> {
+/**
+ * The ORM options for the configured database. Each driver is imported only when it is the one in use: the embedded
+ * one weighs tens of megabytes that a server on PostgreSQL has no use for.
+ */
+export async function ormOptions(opts: DatabaseOptions, pglite?: PGlite): Promise<Partial<Options>> {
   const common: Partial<Options> = {
     entities: opts.entities,
     allowGlobalContext: false,
@@ -44,6 +46,7 @@ export function ormOptions(opts: DatabaseOptions, pglite?: PGlite): Partial<Opti
     metadataCache: { enabled: false },
   };
   if (opts.databaseUrl) {
+    const { PostgreSqlDriver } = await import('@mikro-orm/postgresql');
     return {
       ...common,
       driver: PostgreSqlDriver,
@@ -51,6 +54,7 @@ export function ormOptions(opts: DatabaseOptions, pglite?: PGlite): Partial<Opti
       pool: { min: 0, max: opts.poolMax ?? 10 },
     } as Partial<Options>;
   }
+  const { PgliteDriver } = await import('@mikro-orm/pglite');
   return {
     ...common,
     driver: PgliteDriver,
@@ -65,9 +69,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (!opts.databaseUrl) {
     const dir = opts.pgliteDataDir;
     if (!dir.startsWith('memory://')) mkdirSync(resolve(dir), { recursive: true });
+    const { PGlite } = await import('@electric-sql/pglite');
     pglite = await PGlite.create(dir.startsWith('memory://') ? undefined : resolve(dir));
   }
-  const orm = (await MikroORM.init(ormOptions(opts, pglite))) as MikroORM<AbstractSqlDriver>;
+  const orm = (await MikroORM.init(await ormOptions(opts, pglite))) as MikroORM<AbstractSqlDriver>;
   await orm.migrator.up();
   return {
     orm,
