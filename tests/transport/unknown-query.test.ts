@@ -1,0 +1,39 @@
+import type { AnyTRPCProcedure } from '@trpc/server';
+import { expect } from 'chai';
+import { appRouter } from '../../server/router.js';
+import type { Meta } from '../../server/trpc/init.js';
+import { createOrg } from '../support/factories.js';
+import { http } from '../support/http.js';
+import { sharedServer, type TestServer } from '../support/server.js';
+
+// Conventions §1: unknown query parameters are ignored. Checked on every GET and DELETE operation of the router,
+// so an operation added later is covered too. An id in the path is one that does not exist: 404, never 400.
+describe('unknown query parameters', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await sharedServer();
+  });
+
+  const operations = Object.values(appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure>)
+    .map((p) => (p._def.meta as Meta | undefined)?.openapi)
+    .filter((o): o is NonNullable<Meta['openapi']> =>
+      Boolean(o && (o.method === 'GET' || o.method === 'DELETE')),
+    );
+
+  it('covers at least one operation', () => {
+    expect(operations.length).to.be.greaterThan(3);
+  });
+
+  it('are ignored by every GET and DELETE operation', async () => {
+    const owner = await createOrg(s.deps, { plan: 'enterprise' });
+    for (const op of operations) {
+      const path = op.path.replace(/\{[^}]+\}/g, 'zz_unknown00000000000000');
+      const res = await http(s.baseUrl, op.method, `/v1${path}?utm_source=newsletter&x=1`, {
+        token: owner.token,
+      });
+      expect(res.status, `${op.method} ${op.path}: ${res.text}`).to.be.oneOf(
+        op.path.includes('{') ? [404] : [200],
+      );
+    }
+  });
+});
