@@ -1,3 +1,4 @@
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { Em } from '../db/orm.js';
 import { AppError } from '../lib/errors.js';
 import type { PlanId } from '../lib/plans.js';
@@ -66,19 +67,23 @@ const ACTOR_SQL = `
          (extract(epoch from u.created_at) * 1000)::float8 as created_at_ms,
          (u.deleted_at is not null) as deleted,
          o.id as organization_id, o.plan,
-         s.id as session_id, (s.revoked_at is null and s.expires_at > ?) as session_live
+         s.id as session_id, (s.revoked_at is null and s.expires_at > $1) as session_live
     from login_sessions s
     join users u on u.id = s.user_id
     join organizations o on o.id = u.organization_id
-   where s.id = ? and s.user_id = ?`;
+   where s.id = $2 and s.user_id = $3`;
 
 /**
  * Loads the user, organization and login session of verified claims in one query. Throws UNAUTHORIZED for anything
  * but an active, unrevoked user of the token's organization.
  */
 export async function loadActorForClaims(em: Em, claims: AccessClaims, now: Date): Promise<Actor> {
-  const rows = await em.getConnection().execute<ActorRow[]>(ACTOR_SQL, [now, claims.sid, claims.sub]);
-  const row = rows[0];
+  // Straight to the driver (through the ORM's own connection pool): no placeholder rewriting or value inlining.
+  const client = em.getConnection().getClient() as Kysely<unknown>;
+  const result = await client.executeQuery<ActorRow>(
+    CompiledQuery.raw(ACTOR_SQL, [now, claims.sid, claims.sub]),
+  );
+  const row = result.rows[0];
   if (
     !row ||
     !row.session_live ||
