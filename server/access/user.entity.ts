@@ -1,4 +1,4 @@
-import { defineEntity, p } from '@mikro-orm/core';
+import { defineEntity, p, type EntityManager, type RequiredEntityData } from '@mikro-orm/core';
 import { BaseSchema } from '../db/base.entity.js';
 import { Organization } from './organization.entity.js';
 
@@ -39,3 +39,22 @@ export const UserSchema = defineEntity({
 
 export class User extends UserSchema.class {}
 UserSchema.setClass(User);
+
+/** What a creator decides about a new user; everything else starts empty (no login yet, no 2FA, default profile). */
+export type NewUserData = Pick<
+  RequiredEntityData<User>,
+  'id' | 'organization' | 'email' | 'name' | 'passwordHash' | 'role' | 'status' | 'permissions'
+>;
+
+/** Creates a user in the unit of work, with every field set so the entity can be shown before it is flushed. */
+export function createUserEntity(em: EntityManager, data: NewUserData): User {
+  return em.create(User, {
+    twoFactorEnabled: false,
+    lastLogin: null,
+    avatarUrl: null,
+    timezone: null,
+    language: null,
+    deletedAt: null,
+    ...data,
+  });
+}

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Organization } from '../../server/access/organization.entity.js';
-import { User, type Role } from '../../server/access/user.entity.js';
+import { createUserEntity, type Role } from '../../server/access/user.entity.js';
 import { initialPermissions, type Permission } from '../../server/access/permissions.js';
 import { createOrganizationWithOwner, hashPassword, login } from '../../server/modules/auth/auth.service.js';
 import { createInProcessContext, type AppDeps } from '../../server/trpc/context.js';
@@ -64,7 +64,7 @@ export async function createUser(
 ): Promise<TestUser> {
   const email = uniqueEmail(opts.role ?? 'member');
   const em = deps.db.orm.em.fork();
-  const user = em.create(User, {
+  const user = createUserEntity(em, {
     id: newId('usr'),
     organization: em.getReference(Organization, organizationId),
     email,
@@ -73,12 +73,6 @@ export async function createUser(
     role: opts.role ?? 'member',
     status: 'active',
     permissions: initialPermissions(opts.role ?? 'member', opts.permissions ?? []),
-    twoFactorEnabled: false,
-    lastLogin: null,
-    avatarUrl: null,
-    timezone: null,
-    language: null,
-    deletedAt: null,
   });
   await em.flush();
   const res = await loginAs(deps, email, DEFAULT_PASSWORD);

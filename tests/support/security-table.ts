@@ -16,7 +16,7 @@ import { expect } from 'chai';
 import type { AnyTRPCProcedure } from '@trpc/server';
 import { Organization } from '../../server/access/organization.entity.js';
 import { PERMISSIONS, type Permission } from '../../server/access/permissions.js';
-import { User, type Role } from '../../server/access/user.entity.js';
+import { createUserEntity, type Role } from '../../server/access/user.entity.js';
 import { newId } from '../../server/lib/ids.js';
 import { hashPassword, login } from '../../server/modules/auth/auth.service.js';
 import { appRouter } from '../../server/router.js';
@@ -122,7 +122,7 @@ async function userWith(
 ) {
   const em = s.deps.db.orm.em.fork();
   const email = uniqueEmail('sec');
-  const user = em.create(User, {
+  const user = createUserEntity(em, {
     id: newId('usr'),
     organization: em.getReference(Organization, organizationId),
     email,
@@ -131,12 +131,6 @@ async function userWith(
     role,
     status: 'active',
     permissions,
-    twoFactorEnabled: false,
-    lastLogin: null,
-    avatarUrl: null,
-    timezone: null,
-    language: null,
-    deletedAt: null,
   });
   await em.flush();
   const res = await login(createInProcessContext(s.deps), { email, password: DEFAULT_PASSWORD });

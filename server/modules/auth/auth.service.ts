@@ -2,7 +2,7 @@ import bcrypt from 'bcryptjs';
 import { Organization } from '../../access/organization.entity.js';
 import { LoginSession, RefreshToken } from '../../access/session.entity.js';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS } from '../../access/tokens.js';
-import { User } from '../../access/user.entity.js';
+import { createUserEntity, User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
@@ -220,7 +220,7 @@ export async function createOrganizationWithOwner(
       name: input.organizationName,
       plan: DEFAULT_PLAN,
     });
-    const user = tx.create(User, {
+    const user = createUserEntity(tx, {
       id: newId('usr'),
       organization: org,
       email,
@@ -229,12 +229,6 @@ export async function createOrganizationWithOwner(
       role: 'owner',
       status: 'active',
       permissions: [],
-      twoFactorEnabled: false,
-      lastLogin: null,
-      avatarUrl: null,
-      timezone: null,
-      language: null,
-      deletedAt: null,
     });
     recordEvent(tx, 'user.created', toUserSummaryDto(user), org.id, now);
     return user;

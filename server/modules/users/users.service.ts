@@ -12,7 +12,7 @@ import {
   type Permission,
 } from '../../access/permissions.js';
 import { LoginSession } from '../../access/session.entity.js';
-import { User, type Role } from '../../access/user.entity.js';
+import { createUserEntity, User, type Role } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
@@ -152,7 +152,7 @@ export async function createUser(ctx: Context, input: TCreateUserInput) {
     if ((await em.count(User, { email: input.email, deletedAt: null })) > 0) {
       throw new AppError('CONFLICT', 'A user with this email already exists');
     }
-    const u = em.create(User, {
+    const u = createUserEntity(em, {
       id: newId('usr'),
       organization: em.getReference(Organization, actor.organizationId),
       email: input.email,
@@ -161,12 +161,6 @@ export async function createUser(ctx: Context, input: TCreateUserInput) {
       role: input.role,
       status: 'invited',
       permissions,
-      twoFactorEnabled: false,
-      lastLogin: null,
-      avatarUrl: null,
-      timezone: null,
-      language: null,
-      deletedAt: null,
     });
     const t = newInvitation(em, u, actor.userId, now);
     const d = toUserDetailDto(u, { vpn_connections: 0, databases_created: 0, api_calls_30d: 0 });
