@@ -4,6 +4,8 @@ import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import type { EntityManager, AbstractSqlDriver } from '@mikro-orm/sql';
 import type { PGlite } from '@electric-sql/pglite';
+import { CompiledQuery, type Kysely } from 'kysely';
+import type pg from 'pg';
 import { migrationsList } from './migrations/index.js';
 
 export type Em = EntityManager<AbstractSqlDriver>;
@@ -18,6 +20,12 @@ export interface Database {
   kind: 'pglite' | 'postgresql';
   /** The embedded instance, when running on PGlite (shared with the job queue: it has one connection). */
   pglite: PGlite | undefined;
+  /**
+   * A read on the hot path (every authenticated request). On PostgreSQL it is a named prepared statement on the
+   * ORM's own pool, planned once per connection; on PGlite it goes through the ORM's connection, which serialises
+   * it with open transactions on the single connection.
+   */
+  preparedQuery<T>(name: string, text: string, values: unknown[]): Promise<T[]>;
   close(): Promise<void>;
 }
 
@@ -74,10 +82,21 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   }
   const orm = (await MikroORM.init(await ormOptions(opts, pglite))) as MikroORM<AbstractSqlDriver>;
   await orm.migrator.up();
+  let preparedQuery: Database['preparedQuery'];
+  if (pglite) {
+    const client = orm.em.getConnection().getClient() as Kysely<unknown>;
+    preparedQuery = async <T>(_name: string, text: string, values: unknown[]) =>
+      (await client.executeQuery<T>(CompiledQuery.raw(text, values))).rows;
+  } else {
+    const pool = (await orm.em.getConnection().getNativeClient()) as pg.Pool;
+    preparedQuery = async <T>(name: string, text: string, values: unknown[]) =>
+      (await pool.query({ name, text, values })).rows as T[];
+  }
   return {
     orm,
     kind: pglite ? 'pglite' : 'postgresql',
     pglite,
+    preparedQuery,
     async close() {
       await orm.close(true);
       if (pglite && !pglite.closed) await pglite.close();

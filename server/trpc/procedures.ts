@@ -27,7 +27,7 @@ const requireActor = middleware(async ({ ctx, next }) => {
   const burst = await apiUsage.consumeBurst(claims.sid, claims.org, claims.sub);
   Object.assign(ctx.response.headers, rateLimitHeaders(burst));
   if (!burst.allowed) throw rateLimitedError(burst);
-  const actor = await loadActorForClaims(ctx.em, claims, now);
+  const actor = await loadActorForClaims(ctx.deps.db, claims, now);
   await apiUsage.admit(actor.organizationId, actor.userId, actor.plan);
   return next({ ctx: { ...ctx, actor } });
 });
