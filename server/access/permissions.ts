@@ -67,10 +67,6 @@ export function effectivePermissions(role: Role, stored: readonly string[]): Rea
   return set;
 }
 
-export function hasPermission(role: Role, stored: readonly string[], needed: Permission): boolean {
-  return effectivePermissions(role, stored).has(needed);
-}
-
 /**
  * The object form of `GET/PUT /users/:id/permissions`: resource → booleans. `billing` carries `read` and `write`;
  * `users:*` grants and `billing:delete` have no place in it and are left untouched by writes through it. A

@@ -10,11 +10,6 @@ import { migrationsList } from './migrations/index.js';
 
 export type Em = EntityManager<AbstractSqlDriver>;
 
-/** Runs SQL with positional parameters on whichever database is in use (pg-boss and raw queries use it). */
-export interface SqlExecutor {
-  query<T = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: T[] }>;
-}
-
 export interface Database {
   orm: MikroORM<AbstractSqlDriver>;
   kind: 'pglite' | 'postgresql';
@@ -100,25 +95,6 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     async close() {
       await orm.close(true);
       if (pglite && !pglite.closed) await pglite.close();
-    },
-  };
-}
-
-export function sqlExecutor(db: Database): SqlExecutor {
-  if (db.pglite) {
-    const pg = db.pglite;
-    return {
-      async query(text, values) {
-        const r = await pg.query(text, values ?? []);
-        return { rows: r.rows as never[] };
-      },
-    };
-  }
-  const conn = db.orm.em.getConnection();
-  return {
-    async query(text, values) {
-      const rows = await conn.execute(text, values ?? [], 'all');
-      return { rows: rows as never[] };
     },
   };
 }

@@ -5,12 +5,6 @@ import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
 import { ZEmail, ZNewPassword } from '../auth/auth.schema.js';
 import { ZPermissionObject, ZUserDetail, ZUserSummary } from './users.dto.js';
 
-/**
- * A JSON boolean and nothing else. The REST adapter switches coercion on for plain `z.boolean()` fields in place
- * (so `"false"` would read as true); a pipe is left alone.
- */
-const ZJsonBoolean = z.boolean().pipe(z.boolean());
-
 const ZUserId = z.string().describe('User id, `usr_…`');
 
 export const ZPermissionString = z
@@ -114,9 +108,12 @@ export const ZCreateUserInput = z.strictObject({
     'Grants in addition to the role’s defaults (members: vpn:read, database:read, hosting:read). Nobody can grant ' +
       'a permission they do not hold.',
   ),
-  send_invitation: ZJsonBoolean.default(true).describe(
-    'true (default): the invitation is sent by mail. false: the response carries `invitation_url` to share.',
-  ),
+  send_invitation: z
+    .boolean()
+    .default(true)
+    .describe(
+      'true (default): the invitation is sent by mail. false: the response carries `invitation_url` to share.',
+    ),
 });
 export type TCreateUserInput = z.infer<typeof ZCreateUserInput>;
 
@@ -172,9 +169,9 @@ export const ZDeleteUserOutput = z.object({
 
 const levelsPatch = (levels: readonly string[]) =>
   z.strictObject(
-    Object.fromEntries(levels.map((l) => [l, ZJsonBoolean.optional()])) as Record<
+    Object.fromEntries(levels.map((l) => [l, z.boolean().optional()])) as Record<
       string,
-      z.ZodOptional<typeof ZJsonBoolean>
+      z.ZodOptional<z.ZodBoolean>
     >,
   );
 
