@@ -16,16 +16,7 @@ import {
 } from '@cloud-platform/client';
 import { DEFAULT_PASSWORD, createOrg, createUser, uniqueEmail } from '../support/factories.js';
 import { sharedServer, type TestServer } from '../support/server.js';
-
-/** Awaits a promise that must reject, and returns the reason. */
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to reject');
-}
+import { rejection } from '../support/rejection.js';
 
 /** A port nothing listens on. */
 async function closedPort(): Promise<number> {

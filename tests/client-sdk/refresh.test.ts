@@ -9,6 +9,7 @@ import {
 import type { Clock } from '../../server/lib/time.js';
 import { createOrg, type TestUser } from '../support/factories.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { rejection } from '../support/rejection.js';
 
 const TWO_HOURS_MS = 2 * 3600_000;
 
@@ -21,15 +22,6 @@ class ShiftedClock implements Clock {
   now(): Date {
     return new Date(Date.now() + this.offsetMs);
   }
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to reject');
 }
 
 describe('client SDK: automatic token refresh', () => {

@@ -6,7 +6,6 @@ import { expect } from 'chai';
 import { User } from '../../server/access/user.entity.js';
 import { Event } from '../../server/events/event.entity.js';
 import { recordEvent, recordEventForAllOrganizations } from '../../server/events/record-event.js';
-import { buildApp } from '../../server/app.js';
 import { workersOf } from '../../server/jobs.js';
 import { startServices, stopServices } from '../../server/services.js';
 import { testConfig, usingPostgres } from '../support/env.js';
@@ -101,17 +100,14 @@ describe('events: transactional outbox', () => {
     const config = testConfig();
     try {
       // 1. Data: an organization with a webhook.
-      let deps = await startServices(config, { pgliteDataDir: dir && join(dir, 'db'), startJobs: false });
-      const app = await buildApp(deps);
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      const server1 = {
-        deps,
-        baseUrl: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`,
-      };
-      const owner = await createOrg(deps);
-      const wh = await createWebhook(server1 as TestServer, owner, rx.url, ['user.updated']);
-      await app.close();
-      await stopServices(deps);
+      const server1 = await startTestServer({
+        config,
+        pgliteDataDir: dir && join(dir, 'db'),
+        startJobs: false,
+      });
+      const owner = await createOrg(server1.deps);
+      const wh = await createWebhook(server1, owner, rx.url, ['user.updated']);
+      await server1.close();
 
       // 2. Another process commits a change and its event, and dies at once.
       const child = spawn(process.execPath, ['--import', 'tsx', 'tests/events/fixtures/commit-then-die.ts'], {
@@ -133,7 +129,7 @@ describe('events: transactional outbox', () => {
       expect(eventId).to.match(/^evt_/);
 
       // 3. A server starts on the same database and delivers it.
-      deps = await startServices(config, { pgliteDataDir: dir && join(dir, 'db') });
+      const deps = await startServices(config, { pgliteDataDir: dir && join(dir, 'db') });
       try {
         const [req] = await rx.waitFor((r) => r.some((x) => x.body.id === eventId), 30_000);
         expect(req!.body).to.include({ type: 'user.updated', organization_id: owner.organizationId });

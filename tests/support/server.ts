@@ -11,6 +11,7 @@ import { testConfig } from './env.js';
 export interface TestServer {
   deps: AppDeps;
   app: FastifyInstance;
+  port: number;
   baseUrl: string;
   /** An in-process caller with a real context, as the given bearer token. */
   caller(token?: string, opts?: { ip?: string }): Caller;
@@ -26,21 +27,26 @@ export async function startTestServer(
     env?: Record<string, string | undefined>;
     clock?: Clock;
     startJobs?: boolean;
+    /** A PGlite directory that outlives the server (restart tests); in memory by default. */
+    pgliteDataDir?: string;
+    /** Listen address; loopback by default. */
+    host?: string;
   } = {},
 ): Promise<TestServer> {
   const config = opts.config ?? testConfig(opts.env);
   const deps = await startServices(config, {
-    pgliteDataDir: config.databaseUrl ? undefined : 'memory://',
+    pgliteDataDir: opts.pgliteDataDir ?? (config.databaseUrl ? undefined : 'memory://'),
     clock: opts.clock,
     startJobs: opts.startJobs,
   });
   const app = await buildApp(deps);
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.listen({ port: 0, host: opts.host ?? '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return {
     deps,
     app,
+    port,
     baseUrl: `http://127.0.0.1:${port}`,
     caller: (token, o = {}) => createCaller(createInProcessContext(deps, { token, ip: o.ip })),
     async close() {

@@ -3,12 +3,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { buildApp } from '../../../server/app.js';
-import { startServices, stopServices } from '../../../server/services.js';
-import { isSecureTransport, type AppDeps } from '../../../server/trpc/context.js';
+import type { FastifyRequest } from 'fastify';
+import { isSecureTransport } from '../../../server/trpc/context.js';
 import { testConfig } from '../../support/env.js';
 import { createOrg, type TestUser } from '../../support/factories.js';
+import { startTestServer, type TestServer } from '../../support/server.js';
 import { expectError } from '../../transport/envelope.js';
 import { rawRequest, type RawResult } from '../../transport/raw.js';
 
@@ -20,36 +19,16 @@ function externalIPv4(): string | undefined {
   return undefined;
 }
 
-interface Running {
-  deps: AppDeps;
-  app: FastifyInstance;
-  port: number;
-  owner: TestUser;
-  close(): Promise<void>;
-}
+type Running = TestServer & { owner: TestUser };
 
 /** A server listening on every interface, with the given environment on top of the test defaults. */
 async function start(env: Record<string, string | undefined>): Promise<Running> {
-  const config = testConfig({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false', ...env });
-  const deps = await startServices(config, {
-    pgliteDataDir: config.databaseUrl ? undefined : 'memory://',
+  const server = await startTestServer({
+    config: testConfig({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false', ...env }),
     startJobs: false,
+    host: '0.0.0.0',
   });
-  const app = await buildApp(deps);
-  await app.listen({ port: 0, host: '0.0.0.0' });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  const owner = await createOrg(deps);
-  return {
-    deps,
-    app,
-    port,
-    owner,
-    async close() {
-      await app.close();
-      await stopServices(deps);
-    },
-  };
+  return Object.assign(server, { owner: await createOrg(server.deps) });
 }
 
 const PRODUCTION = { NODE_ENV: 'production', BCRYPT_COST: '10' };

@@ -3,30 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
-import { buildApp } from '../../../server/app.js';
 import type { Config } from '../../../server/config.js';
-import { startServices, stopServices } from '../../../server/services.js';
 import { testConfig, usingPostgres } from '../../support/env.js';
 import { createOrg } from '../../support/factories.js';
 import { http } from '../../support/http.js';
+import { startTestServer } from '../../support/server.js';
 import { createConnection, eventsOf, waitFor } from './vpn-helpers.js';
 
 /** A server on a database that outlives it: a PGlite directory, or a PostgreSQL database of its own. */
-async function start(config: Config, pgliteDataDir: string | undefined) {
-  const deps = await startServices(config, { pgliteDataDir });
-  const app = await buildApp(deps);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return {
-    deps,
-    baseUrl: `http://127.0.0.1:${port}`,
-    async close() {
-      await app.close();
-      await stopServices(deps);
-    },
-  };
-}
+const start = (config: Config, pgliteDataDir: string | undefined) =>
+  startTestServer({ config, pgliteDataDir });
 
 async function adminQuery(url: string, sql: string) {
   const client = new pg.Client({ connectionString: url });
