@@ -7,16 +7,15 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
-import type { AnyTRPCProcedure } from '@trpc/server';
-import { fastifyTRPCOpenApiPlugin } from 'trpc-to-openapi';
+import { TRPCError } from '@trpc/server';
 import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference';
 import { AppError, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import { newId } from './lib/ids.js';
 import { buildOpenApiDocument } from './openapi.js';
-import { lockInputCoercion, rejectPathParamsInBody } from './rest-guards.js';
+import { registerRestRoutes } from './rest.js';
 import { appRouter } from './router.js';
 import { createHttpContext, type AppDeps, type Context } from './trpc/context.js';
-import type { ErrorData, Meta } from './trpc/init.js';
+import { toAppError } from './trpc/init.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -64,12 +63,6 @@ function fastifyErrorToAppError(err: FastifyError): AppError {
   return new AppError('INTERNAL_ERROR', 'Internal server error', { cause: err });
 }
 
-const procedures = appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
-lockInputCoercion(procedures);
-function metaOf(path: string | undefined): Meta | undefined {
-  return path ? (procedures[path]?._def.meta as Meta | undefined) : undefined;
-}
-
 /** Builds the HTTP server: `/v1` (REST), `/trpc`, `/v1/openapi.json`, `/docs`, `/healthz`, `/readyz`. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
@@ -86,7 +79,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId('req');
     },
     requestIdHeader: false,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Path parameters are ids; a longer one is answered 404 by its procedure rather than 414 by the router.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     ...(config.tls ? { https: { cert: config.tls.cert, key: config.tls.key } } : {}),
   });
 
@@ -99,7 +93,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       !req.url.startsWith('/v1/openapi.json')
     )
       void reply.header('Cache-Control', 'no-store');
-    // Media types are case-insensitive; the REST adapter compares them as written.
+    // Media types are case-insensitive; the /trpc adapter compares them as written.
     const ct = req.headers['content-type'];
     if (ct !== undefined) req.headers['content-type'] = ct.toLowerCase();
   });
@@ -221,33 +215,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
 
-  // REST: `/v1/<path>` for every procedure with `meta.openapi`. Error bodies are rewritten below to the envelope.
-  await app.register(async (v1) => {
-    v1.addHook('preHandler', rejectPathParamsInBody(procedures));
-    v1.addHook('onSend', async (req, reply, payload) => {
-      if (reply.statusCode < 400 || typeof payload !== 'string') return payload;
-      try {
-        const body = JSON.parse(payload) as { success?: boolean; data?: ErrorData; message?: string };
-        if (body.success === false) return payload;
-        const data = body.data;
-        const code: ErrorCode = data?.code ?? (reply.statusCode === 404 ? 'NOT_FOUND' : 'INTERNAL_ERROR');
-        const message = data?.message ?? (reply.statusCode === 404 ? 'Not found' : 'Internal server error');
-        return JSON.stringify(envelope(req, code, message, data?.details));
-      } catch {
-        return JSON.stringify(envelope(req, 'INTERNAL_ERROR', 'Internal server error'));
+  // REST: `/v1/<path>` for every procedure with `meta.openapi` (see server/rest.ts).
+  registerRestRoutes(app, {
+    router: appRouter,
+    basePath: '/v1',
+    createContext: (req) => createHttpContext(deps, req),
+    sendError(req, reply, err, ctx) {
+      const appErr = toAppError(err);
+      // Errors of procedures were logged by their middleware; anything else unexpected is logged here.
+      if (appErr.code === 'INTERNAL_ERROR' && !(err instanceof TRPCError)) {
+        req.log.error({ err }, 'unhandled error');
       }
-    });
-    await v1.register(fastifyTRPCOpenApiPlugin, {
-      basePath: '/v1',
-      router: appRouter,
-      createContext,
-      maxBodySize: BODY_LIMIT_BYTES,
-      responseMeta({ ctx, paths, errors }: { ctx?: Context; paths?: string[]; errors: unknown[] }) {
-        const headers = ctx?.response.headers ?? {};
-        if (errors.length > 0) return { headers };
-        return { status: metaOf(paths?.[0])?.successStatus ?? 200, headers };
-      },
-    } as never);
+      if (ctx) void reply.headers(ctx.response.headers);
+      return sendError(req, reply, appErr);
+    },
   });
 
   return app;

@@ -52,19 +52,34 @@ export function initialPermissions(role: Role, grants: Iterable<string> = []): P
 }
 
 /** What a user may do: everything for the owner, otherwise the stored set (with `admin` implying the levels). */
-const effectiveCache = new Map<string, ReadonlySet<Permission>>();
+interface Effective {
+  set: ReadonlySet<Permission>;
+  /** The same set in canonical order, as shown in user views. */
+  list: readonly Permission[];
+}
+const effectiveCache = new Map<string, Effective>();
+
+// Computed for every authenticated request from a handful of distinct (role, set) pairs: memoised, and shared
+// read-only between requests.
+function effective(role: Role, stored: readonly string[]): Effective {
+  const key = role === 'owner' ? 'owner' : `${role}|${stored.join(',')}`;
+  let e = effectiveCache.get(key);
+  if (!e) {
+    if (effectiveCache.size >= 1000) effectiveCache.clear();
+    const list = Object.freeze(normalizePermissions(role === 'owner' ? PERMISSIONS : stored));
+    e = { set: new Set(list), list };
+    effectiveCache.set(key, e);
+  }
+  return e;
+}
 
 export function effectivePermissions(role: Role, stored: readonly string[]): ReadonlySet<Permission> {
-  // Computed for every authenticated request from a handful of distinct (role, set) pairs: memoised, and shared
-  // read-only between requests.
-  const key = role === 'owner' ? 'owner' : `${role}|${stored.join(',')}`;
-  let set = effectiveCache.get(key);
-  if (!set) {
-    if (effectiveCache.size >= 1000) effectiveCache.clear();
-    set = new Set(role === 'owner' ? PERMISSIONS : normalizePermissions(stored));
-    effectiveCache.set(key, set);
-  }
-  return set;
+  return effective(role, stored).set;
+}
+
+/** `effectivePermissions` as the canonical list of user views. */
+export function effectivePermissionList(role: Role, stored: readonly string[]): readonly Permission[] {
+  return effective(role, stored).list;
 }
 
 /**

@@ -34,7 +34,7 @@ export interface ResponseMeta {
 
 export interface Context {
   deps: AppDeps;
-  /** One EntityManager per request, forked from the global one. */
+  /** One EntityManager per request, forked from the global one (on first use). */
   em: Em;
   requestId: string;
   ip: string;
@@ -70,9 +70,13 @@ export function bearerFrom(header: string | undefined): string | undefined {
 }
 
 export function createHttpContext(deps: AppDeps, req: FastifyRequest): Context {
+  // Forked on first use: requests answered from the caller's row alone (GET /auth/me) never need one.
+  let em: Em | undefined;
   return {
     deps,
-    em: deps.db.orm.em.fork(),
+    get em() {
+      return (em ??= deps.db.orm.em.fork());
+    },
     requestId: req.id,
     ip: req.ip,
     userAgent: req.headers['user-agent']?.slice(0, 512),

@@ -165,17 +165,23 @@ export const middleware = t.middleware;
 export const baseProcedure = t.procedure;
 export const createCallerFactory = t.createCallerFactory;
 
+/**
+ * Converts anything a procedure threw into the TRPCError whose code gives the right HTTP status, with the
+ * `Retry-After` / `WWW-Authenticate` headers its code calls for. Unexpected errors are logged here, once.
+ */
+export function rethrowAsTRPCError(ctx: Context, err: unknown): never {
+  const app = toAppError(err);
+  if (app.code === 'INTERNAL_ERROR' || app.code === 'SERVICE_UNAVAILABLE') {
+    ctx.deps.log.error({ err: app.cause ?? err, requestId: ctx.requestId }, 'request failed');
+  }
+  if (app.retryAfter !== undefined) ctx.response.headers['Retry-After'] = String(app.retryAfter);
+  if (ERROR_STATUS[app.code] === 401) ctx.response.headers['WWW-Authenticate'] = 'Bearer';
+  throw new TRPCError({ code: TRPC_CODE[app.code], message: app.message, cause: app });
+}
+
 /** Converts every thrown error into a TRPCError whose code gives the right HTTP status. */
 export const errorMiddleware = t.middleware(async ({ next, ctx }) => {
   const result = await next();
-  if (!result.ok) {
-    const app = toAppError(result.error);
-    if (app.code === 'INTERNAL_ERROR' || app.code === 'SERVICE_UNAVAILABLE') {
-      ctx.deps.log.error({ err: app.cause ?? result.error, requestId: ctx.requestId }, 'request failed');
-    }
-    if (app.retryAfter !== undefined) ctx.response.headers['Retry-After'] = String(app.retryAfter);
-    if (ERROR_STATUS[app.code] === 401) ctx.response.headers['WWW-Authenticate'] = 'Bearer';
-    throw new TRPCError({ code: TRPC_CODE[app.code], message: app.message, cause: app });
-  }
+  if (!result.ok) rethrowAsTRPCError(ctx, result.error);
   return result;
 });

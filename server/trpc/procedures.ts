@@ -3,7 +3,8 @@ import { rateLimitHeaders, rateLimitedError } from '../access/api-usage.js';
 import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
 import { AppError } from '../lib/errors.js';
-import { baseProcedure, errorMiddleware, middleware } from './init.js';
+import type { Context } from './context.js';
+import { baseProcedure, errorMiddleware, middleware, rethrowAsTRPCError, type Meta } from './init.js';
 
 /** Anyone may call. Errors are converted to the one envelope here. */
 export const publicProcedure = baseProcedure.use(errorMiddleware).meta({ auth: 'public' });
@@ -20,7 +21,7 @@ export const authEndpointProcedure = publicProcedure.use(({ ctx, next }) => {
  * Token → burst limit (memory, before any query) → user, organization and session (one query) → monthly quota.
  * Every authenticated response carries the burst headers, 429s included.
  */
-const requireActor = middleware(async ({ ctx, next }) => {
+async function loadActor(ctx: Context): Promise<Actor> {
   const { tokens, apiUsage, clock } = ctx.deps;
   const now = clock.now();
   const claims = verifyBearer(tokens, ctx.bearer, now);
@@ -29,26 +30,60 @@ const requireActor = middleware(async ({ ctx, next }) => {
   if (!burst.allowed) throw rateLimitedError(burst);
   const actor = await loadActorForClaims(ctx.deps.db, claims, now);
   await apiUsage.admit(actor.organizationId, actor.userId, actor.plan);
-  return next({ ctx: { ...ctx, actor } });
-});
+  return actor;
+}
+
+/** The permission or role that the procedure's meta names (see requirePermission, requireRole). */
+function authorize(actor: Actor, meta: Meta | undefined): void {
+  if (meta?.auth === 'permission') {
+    const permission = meta.permission;
+    if (!permission) throw new AppError('FORBIDDEN', 'This action is not permitted');
+    if (!actor.permissions.has(permission)) {
+      throw new AppError('FORBIDDEN', `This action requires the ${permission} permission`);
+    }
+  } else if (meta?.auth === 'role') {
+    const roles = meta.roles ?? [];
+    if (!roles.includes(actor.role)) {
+      throw new AppError('FORBIDDEN', `This action is reserved to the roles: ${roles.join(', ')}`);
+    }
+  }
+}
+
+/**
+ * Every authenticated procedure goes through this one middleware: error conversion (as errorMiddleware), the HTTPS
+ * rule where asked, the caller, then the permission or role of the procedure's meta. One hop instead of four: each
+ * hop through tRPC's middleware chain copies its options and context, which was a tenth of a request's CPU.
+ * The actor is set on the request's own context rather than passed to `next` (which would copy the context again).
+ */
+function authenticated(opts: { httpsOnly: boolean }) {
+  return middleware(async ({ ctx, meta, next }) => {
+    try {
+      if (opts.httpsOnly && !ctx.secureTransport) {
+        throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
+      }
+      const actor = await loadActor(ctx);
+      authorize(actor, meta);
+      ctx.actor = actor;
+    } catch (err) {
+      rethrowAsTRPCError(ctx, err);
+    }
+    const result = await next();
+    if (!result.ok) rethrowAsTRPCError(ctx, result.error);
+    return result;
+  });
+}
 
 /** A signed-in, active user of an organization: `ctx.actor` is set. */
-export const authedProcedure = publicProcedure.use(requireActor).meta({ auth: 'user' });
+export const authedProcedure = baseProcedure.use(authenticated({ httpsOnly: false })).meta({ auth: 'user' });
 
 /** `/auth/me`, `/auth/logout`: HTTPS rule first, then a valid token. */
-export const authedAuthEndpointProcedure = authEndpointProcedure.use(requireActor).meta({ auth: 'user' });
+export const authedAuthEndpointProcedure = baseProcedure
+  .use(authenticated({ httpsOnly: true }))
+  .meta({ auth: 'user' });
 
 /** Authed, and the caller holds `permission` (role defaults plus grants; `admin` implies the other levels). */
 export function requirePermission(permission: Permission) {
-  return authedProcedure
-    .use(({ ctx, next }) => {
-      const actor = ctx.actor as Actor;
-      if (!actor.permissions.has(permission)) {
-        throw new AppError('FORBIDDEN', `This action requires the ${permission} permission`);
-      }
-      return next();
-    })
-    .meta({ auth: 'permission', permission });
+  return authedProcedure.meta({ auth: 'permission', permission });
 }
 
 /**
@@ -56,13 +91,5 @@ export function requirePermission(permission: Permission) {
  * resources are fixed by the contract): webhooks are owner/admin only (conventions §5).
  */
 export function requireRole(...roles: Role[]) {
-  return authedProcedure
-    .use(({ ctx, next }) => {
-      const actor = ctx.actor as Actor;
-      if (!roles.includes(actor.role)) {
-        throw new AppError('FORBIDDEN', `This action is reserved to the roles: ${roles.join(', ')}`);
-      }
-      return next();
-    })
-    .meta({ auth: 'role', roles });
+  return authedProcedure.meta({ auth: 'role', roles });
 }

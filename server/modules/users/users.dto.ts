@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import {
-  effectivePermissions,
-  normalizePermissions,
+  effectivePermissionList,
   OBJECT_FORM_LEVELS,
   OBJECT_FORM_RESOURCES,
   type PermissionObject,
@@ -97,7 +96,7 @@ export function toUserSummaryDto(u: UserSummarySource): TUserSummary {
     role: u.role,
     status: u.status,
     organization_id: u.organization.id,
-    permissions: normalizePermissions(effectivePermissions(u.role, u.permissions)),
+    permissions: [...effectivePermissionList(u.role, u.permissions)],
     two_factor_enabled: u.twoFactorEnabled,
     last_login: iso(u.lastLogin),
     created_at: iso(u.createdAt)!,
