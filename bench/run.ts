@@ -1,4 +1,4 @@
-// `npm run bench`: figures of the real server (server/main.ts in a child process, NODE_ENV=production) on
+// `npm run bench`: figures of the real server (built as `npm start` does, in a child process, NODE_ENV=production) on
 // PostgreSQL and on the embedded PGlite, each printed beside its target. Nothing is asserted: the run exits 0
 // whatever the figures, and non-zero only when it could not measure.
 //
@@ -17,7 +17,14 @@ import bcrypt from 'bcryptjs';
 import { recreatePostgresDatabase, upgradeAllToEnterprise } from './lib/database.js';
 import { describeFailures, measureLoad, type LoadResult } from './lib/load.js';
 import type { ApiResponse, BenchContext, BenchPlugin, BenchSettings } from './lib/plugin.js';
-import { ROOT, freePort, startServerProcess, type ServerHandle } from './lib/processes.js';
+import {
+  ROOT,
+  SERVER_SCRIPT,
+  buildServer,
+  freePort,
+  startServerProcess,
+  type ServerHandle,
+} from './lib/processes.js';
 import { Report, fmt } from './lib/report.js';
 
 function envInt(name: string, fallback: number): number {
@@ -85,7 +92,7 @@ async function startServer(name: string, db: Db, extra: Record<string, string> =
   const port = await freePort();
   const server = await startServerProcess({
     name,
-    script: 'server/main.ts',
+    script: SERVER_SCRIPT,
     port,
     env: serverEnv(db, port, extra),
     healthPath: '/readyz',
@@ -353,6 +360,9 @@ async function main(): Promise<number> {
         'minute: if it still runs, the figures below are lower than on a quiet machine',
     );
   }
+
+  // The server runs as `npm start` runs it: built into dist/ first.
+  buildServer();
 
   let hashMs: number | null = null;
   if (want('core')) {

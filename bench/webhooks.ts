@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { recreatePostgresDatabase } from './lib/database.js';
 import type { BenchContext } from './lib/plugin.js';
-import { freePort, startServerProcess } from './lib/processes.js';
+import { SERVER_SCRIPT, freePort, startServerProcess } from './lib/processes.js';
 import { fmt } from './lib/report.js';
 
 const TARGET_RATE = 500;
@@ -123,7 +123,7 @@ export async function bench(ctx: BenchContext): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-webhooks-'));
   const server = await startServerProcess({
     name: 'webhooks server',
-    script: 'server/main.ts',
+    script: SERVER_SCRIPT,
     port,
     healthPath: '/readyz',
     env: {

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { ApiUsage } from './access/api-usage.js';
+import { PasswordHasher } from './access/passwords.js';
 import { TokenService, resolveJwtSecret } from './access/tokens.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
@@ -43,7 +44,8 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   const clock = opts.clock ?? systemClock;
   const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst);
   const mail = opts.mail ?? new LogMailDriver(log);
-  const deps: AppDeps = { config, db, tokens, jobs, clock, log, apiUsage, mail };
+  const passwords = new PasswordHasher({ cost: config.bcryptCost });
+  const deps: AppDeps = { config, db, tokens, jobs, clock, log, apiUsage, mail, passwords };
   defineJobs(jobs, deps);
   if (opts.startJobs !== false) {
     await jobs.start();
@@ -94,5 +96,6 @@ async function stopInOrder(deps: AppDeps): Promise<void> {
   await step('api usage', 5_000, () => deps.apiUsage.stop());
   await step('job queue', 15_000, () => deps.jobs.stop(10_000));
   await step('database', 10_000, () => deps.db.close());
+  await step('password hashing', 5_000, () => deps.passwords.close());
   if (problems.length > 0) throw new Error(`Shutdown incomplete: ${problems.join('; ')}`);
 }

@@ -40,8 +40,8 @@ export interface ApiResponse<T> {
 
 export interface BenchContext {
   /**
-   * The server under test: server/main.ts in a child process, NODE_ENV=production, LOG_LEVEL=warn,
-   * TRUST_PROXY=true (requests say X-Forwarded-Proto: https), RATE_LIMIT_BURST raised out of the way.
+   * The server under test: the built server (as `npm start` runs it) in a child process, NODE_ENV=production,
+   * LOG_LEVEL=warn, TRUST_PROXY=true (requests say X-Forwarded-Proto: https), RATE_LIMIT_BURST raised out of the way.
    */
   server: ServerHandle;
   /** The database it runs on. */

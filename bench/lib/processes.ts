@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
@@ -6,6 +6,15 @@ import { fileURLToPath } from 'node:url';
 
 /** The repository root (bench/lib/ is two levels below it). */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The server as `npm start` runs it: built from server/ by `npm run build` (see buildServer). */
+export const SERVER_SCRIPT = 'dist/server/main.js';
+
+/** Builds the server as `npm start` does (esbuild: server/ → dist/), once per bench run. */
+export function buildServer(): void {
+  const res = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+  if (res.status !== 0) throw new Error(`npm run build failed (${res.status ?? res.signal})`);
+}
 
 /** A server running in a child process, so that its memory and CPU are its own. */
 export interface ServerHandle {
@@ -47,9 +56,9 @@ function procStatusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
 const MAX_KEPT_LINES = 200;
 
 /**
- * Starts `script` (a TypeScript file, relative to the repository root) on this process's Node with tsx loaded in
- * the same process (no wrapper process), with exactly `env` plus PATH and HOME, and waits until `healthPath` answers
- * 200.
+ * Starts `script` (relative to the repository root) on this process's Node, with no wrapper process: a built `.js`
+ * file as it is, a TypeScript file with tsx loaded. The child gets exactly `env` plus PATH and HOME; waits until
+ * `healthPath` answers 200.
  */
 export async function startServerProcess(opts: {
   name: string;
@@ -62,7 +71,9 @@ export async function startServerProcess(opts: {
   const started = performance.now();
   const child: ChildProcess = spawn(
     process.execPath,
-    ['--experimental-async-context-frame', '--import', 'tsx', opts.script],
+    opts.script.endsWith('.js')
+      ? ['--experimental-async-context-frame', opts.script]
+      : ['--experimental-async-context-frame', '--import', 'tsx', opts.script],
     {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...opts.env },

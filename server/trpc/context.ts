@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import type { Actor } from '../access/actor.js';
 import type { ApiUsage } from '../access/api-usage.js';
+import type { PasswordHasher } from '../access/passwords.js';
 import type { TokenService } from '../access/tokens.js';
 import type { Config } from '../config.js';
 import type { Em, Database } from '../db/orm.js';
@@ -22,6 +23,8 @@ export interface AppDeps {
   apiUsage: ApiUsage;
   /** Outgoing mail (invitations). The default driver writes messages to the log. */
   mail: MailDriver;
+  /** bcrypt at `BCRYPT_COST`, on worker threads. */
+  passwords: PasswordHasher;
 }
 
 /** The process logger (pino, shared with Fastify). */

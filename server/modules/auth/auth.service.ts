@@ -1,4 +1,3 @@
-import bcrypt from 'bcryptjs';
 import { Organization } from '../../access/organization.entity.js';
 import { LoginSession, RefreshToken } from '../../access/session.entity.js';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS } from '../../access/tokens.js';
@@ -25,22 +24,8 @@ export const LOGIN_LOCK_MS = 15 * 60_000;
 const INVALID_LOGIN = () => new AppError('INVALID_CREDENTIALS', 'Invalid email or password');
 const INVALID_REFRESH = () => new AppError('INVALID_CREDENTIALS', 'Invalid or expired refresh token');
 
-/**
- * A hash to compare against when the email is unknown, so both failures take the same time. Made once per cost,
- * asynchronously: a synchronous hash would stall every other request for its duration.
- */
-const dummyHashes = new Map<number, Promise<string>>();
-function dummyHash(cost: number): Promise<string> {
-  let h = dummyHashes.get(cost);
-  if (!h) {
-    h = bcrypt.hash('not-a-real-password-0123456789', cost);
-    dummyHashes.set(cost, h);
-  }
-  return h;
-}
-
 export function hashPassword(deps: AppDeps, password: string): Promise<string> {
-  return bcrypt.hash(password, deps.config.bcryptCost);
+  return deps.passwords.hash(password);
 }
 
 function throttleKey(email: string, ip: string): string {
@@ -130,10 +115,9 @@ export async function login(ctx: Context, input: TLoginInput): Promise<TLoginOut
     { populate: ['passwordHash', 'organization'] },
   );
   // bcrypt runs outside any transaction, and also for unknown emails so that timing does not tell them apart.
-  const ok = await bcrypt.compare(
-    input.password,
-    user?.passwordHash ?? (await dummyHash(ctx.deps.config.bcryptCost)),
-  );
+  const ok = user?.passwordHash
+    ? await ctx.deps.passwords.compare(input.password, user.passwordHash)
+    : await ctx.deps.passwords.compareWithDummy(input.password);
   if (!user || !user.passwordHash || !ok || user.status !== 'active') {
     await recordFailure(ctx, key);
     throw INVALID_LOGIN();
