@@ -41,7 +41,7 @@ const TRPC_CODE: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
 };
 
-/** Which app code a bare TRPCError (thrown by tRPC or the REST adapter itself) stands for. */
+/** Which app code a bare TRPCError (thrown by tRPC itself) stands for. */
 const FROM_TRPC_CODE: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorCode>> = {
   PARSE_ERROR: 'INVALID_JSON',
   BAD_REQUEST: 'VALIDATION_ERROR',

@@ -3,8 +3,8 @@ import { createOrg } from '../support/factories.js';
 import { http } from '../support/http.js';
 import { sharedServer, type TestServer } from '../support/server.js';
 
-// The REST adapter would coerce body fields in place ("false" → true), for /v1 and, through the shared schema,
-// for /trpc too. JSON bodies must mean exactly their JSON types on both.
+// JSON bodies mean exactly their JSON types, on /v1 and /trpc alike: a REST layer that coerced input fields
+// ("false" → true) would also change /trpc, since both share the schema objects.
 describe('input coercion', () => {
   let s: TestServer;
   before(async () => {
