@@ -155,15 +155,12 @@ export function registerRestRoutes(app: FastifyInstance, opts: RestOptions): Res
       handler: async (req, reply) => {
         let ctx: Context | undefined;
         try {
-          let input: Record<string, unknown> | undefined;
-          if (route.takesInput) {
-            input = {
-              ...(route.source === 'body'
-                ? bodyInput(req, route.params)
-                : queryInput(req.query, route.arrayFields)),
-              ...(req.params as Record<string, string>),
-            };
-          }
+          // Bodies are checked even where the procedure reads no input: JSON objects only, on every route.
+          const source =
+            route.source === 'body' ? bodyInput(req, route.params) : queryInput(req.query, route.arrayFields);
+          const input = route.takesInput
+            ? { ...source, ...(req.params as Record<string, string>) }
+            : undefined;
           ctx = opts.createContext(req);
           const data: unknown = await callTRPCProcedure({
             router: opts.router,

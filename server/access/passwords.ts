@@ -47,7 +47,10 @@ export class PasswordHasher {
    * take the same time. Made once, on first use.
    */
   compareWithDummy(password: string): Promise<boolean> {
-    this.dummy ??= this.hash('not-a-real-password-0123456789');
+    this.dummy ??= this.hash('not-a-real-password-0123456789').catch((err: unknown) => {
+      this.dummy = undefined;
+      throw err;
+    });
     return this.dummy.then((h) => this.compare(password, h));
   }
 
