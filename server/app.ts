@@ -93,7 +93,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       !req.url.startsWith('/v1/openapi.json')
     )
       void reply.header('Cache-Control', 'no-store');
-    // Media types are case-insensitive; the /trpc adapter compares them as written.
+    // Media types are case-insensitive; the REST routes and the /trpc adapter compare them as written.
     const ct = req.headers['content-type'];
     if (ct !== undefined) req.headers['content-type'] = ct.toLowerCase();
   });
