@@ -1,4 +1,5 @@
 import type { Em } from '../db/orm.js';
+import { AppError } from '../lib/errors.js';
 
 /**
  * Resources that belong to a user (VPN connections, databases, sites...), registered by the module that owns them
@@ -83,6 +84,21 @@ export async function transferOwnedResources(em: Em, move: OwnershipMove): Promi
     if (r.afterTransfer) await r.afterTransfer(em, move);
   }
   return moved;
+}
+
+/**
+ * Run first in the transaction that creates a resource for `userId`: takes a share lock on the user's row and fails
+ * (UNAUTHORIZED, as the user's token would on the next request) if the user was deleted. Deleting a user locks the
+ * row for update and moves their resources in the same transaction, so the two cannot interleave: a create that
+ * committed first has its row moved by the delete, and one that waited finds the user gone. Without it, a
+ * resource created at the instant of the deletion kept the deleted user as its owner.
+ */
+export async function lockOwner(em: Em, userId: string): Promise<void> {
+  const rows = await em.execute<{ id: string }[]>(
+    'select id from users where id = ? and deleted_at is null for share',
+    [userId],
+  );
+  if (rows.length === 0) throw new AppError('UNAUTHORIZED', 'Access token is no longer valid');
 }
 
 /** The registered activity counters of one user; counters no module registered are 0. */

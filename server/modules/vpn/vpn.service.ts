@@ -1,6 +1,7 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { Actor } from '../../access/actor.js';
 import { Organization } from '../../access/organization.entity.js';
+import { lockOwner } from '../../access/owned-resources.js';
 import { actsOnWholeOrganization, inOrganization, ownedBy, ownedListFilter } from '../../access/scope.js';
 import { User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
@@ -105,6 +106,7 @@ export async function createConnection(
 
   const { connection, wake } = await ctx.em.transactional(async (tx) => {
     const now = ctx.deps.clock.now();
+    await lockOwner(tx, actor.userId);
     // Concurrent creates of one organization queue on its row, so each counts what the previous ones committed.
     const org = await tx.findOneOrFail(Organization, actor.organizationId, {
       lockMode: LockMode.PESSIMISTIC_WRITE,
