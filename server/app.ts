@@ -18,6 +18,8 @@ import { createHttpContext, type AppDeps, type Context } from './trpc/context.js
 import { toAppError } from './trpc/init.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** A request (headers and body) must arrive within this time; a client trickling bytes is cut off (408). */
+export const REQUEST_TIMEOUT_MS = 60_000;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 interface ErrorEnvelope {
@@ -73,6 +75,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
     }),
     bodyLimit: BODY_LIMIT_BYTES,
+    requestTimeout: REQUEST_TIMEOUT_MS,
     trustProxy: config.trustProxy,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
