@@ -4,7 +4,7 @@ import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
 import { AppError } from '../lib/errors.js';
 import type { Context } from './context.js';
-import { baseProcedure, errorMiddleware, middleware, rethrowAsTRPCError, type Meta } from './init.js';
+import { baseProcedure, errorMiddleware, middleware, rethrowAsTRPCError } from './init.js';
 
 /** Anyone may call. Errors are converted to the one envelope here. */
 export const publicProcedure = baseProcedure.use(errorMiddleware).meta({ auth: 'public' });
@@ -33,36 +33,37 @@ async function loadActor(ctx: Context): Promise<Actor> {
   return actor;
 }
 
-/** The permission or role that the procedure's meta names (see requirePermission, requireRole). */
-function authorize(actor: Actor, meta: Meta | undefined): void {
-  if (meta?.auth === 'permission') {
-    const permission = meta.permission;
-    if (!permission) throw new AppError('FORBIDDEN', 'This action is not permitted');
-    if (!actor.permissions.has(permission)) {
-      throw new AppError('FORBIDDEN', `This action requires the ${permission} permission`);
-    }
-  } else if (meta?.auth === 'role') {
-    const roles = meta.roles ?? [];
-    if (!roles.includes(actor.role)) {
-      throw new AppError('FORBIDDEN', `This action is reserved to the roles: ${roles.join(', ')}`);
-    }
+/** What a base procedure requires beyond a signed-in user. */
+interface Requirement {
+  permission?: Permission;
+  roles?: readonly Role[];
+}
+
+function authorize(actor: Actor, required: Requirement): void {
+  if (required.permission && !actor.permissions.has(required.permission)) {
+    throw new AppError('FORBIDDEN', `This action requires the ${required.permission} permission`);
+  }
+  if (required.roles && !required.roles.includes(actor.role)) {
+    throw new AppError('FORBIDDEN', `This action is reserved to the roles: ${required.roles.join(', ')}`);
   }
 }
 
 /**
  * Every authenticated procedure goes through this one middleware: error conversion (as errorMiddleware), the HTTPS
- * rule where asked, the caller, then the permission or role of the procedure's meta. One hop instead of four: each
- * hop through tRPC's middleware chain copies its options and context, which was a tenth of a request's CPU.
- * The actor is set on the request's own context rather than passed to `next` (which would copy the context again).
+ * rule where asked, the caller, then the permission or role it was built with. One hop instead of four: each hop
+ * through tRPC's middleware chain copies its options and context, which was a tenth of a request's CPU. The
+ * requirement is enforced from here, not read back from the meta (which only records it for the security table
+ * and the OpenAPI document), so no later `.meta()` can loosen it. The actor is set on the request's own context
+ * rather than passed to `next` (which would copy the context again).
  */
-function authenticated(opts: { httpsOnly: boolean }) {
-  return middleware(async ({ ctx, meta, next }) => {
+function authenticated(opts: { httpsOnly: boolean } & Requirement) {
+  return middleware(async ({ ctx, next }) => {
     try {
       if (opts.httpsOnly && !ctx.secureTransport) {
         throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
       }
       const actor = await loadActor(ctx);
-      authorize(actor, meta);
+      authorize(actor, opts);
       ctx.actor = actor;
     } catch (err) {
       rethrowAsTRPCError(ctx, err);
@@ -83,7 +84,9 @@ export const authedAuthEndpointProcedure = baseProcedure
 
 /** Authed, and the caller holds `permission` (role defaults plus grants; `admin` implies the other levels). */
 export function requirePermission(permission: Permission) {
-  return authedProcedure.meta({ auth: 'permission', permission });
+  return baseProcedure
+    .use(authenticated({ httpsOnly: false, permission }))
+    .meta({ auth: 'permission', permission });
 }
 
 /**
@@ -91,5 +94,5 @@ export function requirePermission(permission: Permission) {
  * resources are fixed by the contract): webhooks are owner/admin only (conventions §5).
  */
 export function requireRole(...roles: Role[]) {
-  return authedProcedure.meta({ auth: 'role', roles });
+  return baseProcedure.use(authenticated({ httpsOnly: false, roles })).meta({ auth: 'role', roles });
 }
