@@ -9,7 +9,7 @@ import Fastify, {
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import { TRPCError } from '@trpc/server';
 import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference';
-import { AppError, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
+import { AppError, ERROR_STATUS, invalidJson, unsupportedMediaType, type ErrorCode } from './lib/errors.js';
 import { newId } from './lib/ids.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { registerRestRoutes } from './rest.js';
@@ -44,24 +44,15 @@ function fastifyErrorToAppError(err: FastifyError): AppError {
       return new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new AppError(
-        'UNSUPPORTED_MEDIA_TYPE',
-        'Request bodies must be sent as Content-Type: application/json',
-      );
+      return unsupportedMediaType();
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new AppError('INVALID_JSON', 'Request body is not valid JSON');
+      return invalidJson();
   }
-  if (err instanceof SyntaxError || err.statusCode === 400) {
-    return new AppError('INVALID_JSON', 'Request body is not valid JSON');
-  }
+  if (err instanceof SyntaxError || err.statusCode === 400) return invalidJson();
   if (err.statusCode === 413)
     return new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`);
-  if (err.statusCode === 415)
-    return new AppError(
-      'UNSUPPORTED_MEDIA_TYPE',
-      'Request bodies must be sent as Content-Type: application/json',
-    );
+  if (err.statusCode === 415) return unsupportedMediaType();
   return new AppError('INTERNAL_ERROR', 'Internal server error', { cause: err });
 }
 

@@ -1,6 +1,6 @@
 import { callTRPCProcedure, type AnyTRPCProcedure, type AnyTRPCRouter } from '@trpc/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
-import { AppError } from './lib/errors.js';
+import { AppError, unsupportedMediaType } from './lib/errors.js';
 import type { Context } from './trpc/context.js';
 import type { Meta } from './trpc/init.js';
 
@@ -110,12 +110,7 @@ function queryInput(query: unknown, arrayFields: ReadonlySet<string>): Record<st
 
 function bodyInput(req: FastifyRequest, params: readonly string[]): Record<string, unknown> {
   // Fastify also parses text/plain; the API speaks JSON only (a bodiless request was given `{}` as JSON already).
-  if (!req.headers['content-type']?.startsWith('application/json')) {
-    throw new AppError(
-      'UNSUPPORTED_MEDIA_TYPE',
-      'Request bodies must be sent as Content-Type: application/json',
-    );
-  }
+  if (!req.headers['content-type']?.startsWith('application/json')) throw unsupportedMediaType();
   const body = req.body;
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new AppError('VALIDATION_ERROR', 'Invalid request: the request body must be a JSON object', {

@@ -61,3 +61,7 @@ export const conflict = (message: string, details?: ErrorDetail[]) =>
   new AppError('CONFLICT', message, { details });
 export const validation = (path: string, message: string) =>
   new AppError('VALIDATION_ERROR', message, { details: [{ path, message }] });
+/** A body that is not JSON, or not parseable as JSON (conventions §1, §3); one wording wherever it is detected. */
+export const unsupportedMediaType = () =>
+  new AppError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be sent as Content-Type: application/json');
+export const invalidJson = () => new AppError('INVALID_JSON', 'Request body is not valid JSON');

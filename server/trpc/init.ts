@@ -3,7 +3,14 @@ import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { ZodError } from 'zod';
 import { NotFoundError, UniqueConstraintViolationException, ConnectionException } from '@mikro-orm/core';
-import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../lib/errors.js';
+import {
+  AppError,
+  ERROR_STATUS,
+  invalidJson,
+  unsupportedMediaType,
+  type ErrorCode,
+  type ErrorDetail,
+} from '../lib/errors.js';
 import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
 import type { Context } from './context.js';
@@ -94,12 +101,10 @@ export function toAppError(err: unknown): AppError {
     if (err.cause instanceof AppError) return err.cause;
     if (err.cause instanceof ZodError) return zodToAppError(err.cause);
     // /trpc parses bodies and `?input=` itself: its JSON.parse failure arrives as BAD_REQUEST.
-    if (err.cause instanceof SyntaxError)
-      return new AppError('INVALID_JSON', 'Request body is not valid JSON');
+    if (err.cause instanceof SyntaxError) return invalidJson();
     const code = FROM_TRPC_CODE[err.code];
-    if (code === 'INVALID_JSON') return new AppError(code, 'Request body is not valid JSON');
-    if (code === 'UNSUPPORTED_MEDIA_TYPE')
-      return new AppError(code, 'Request bodies must be sent as Content-Type: application/json');
+    if (code === 'INVALID_JSON') return invalidJson();
+    if (code === 'UNSUPPORTED_MEDIA_TYPE') return unsupportedMediaType();
     if (code) return new AppError(code, err.message || 'Request failed', { cause: err });
     if (err.cause && err.cause !== err) return toAppError(err.cause);
     return new AppError('INTERNAL_ERROR', 'Internal server error', { cause: err });
