@@ -9,16 +9,11 @@ import { recordEvent, recordEventForAllOrganizations } from '../../server/events
 import { workersOf } from '../../server/jobs.js';
 import { startServices, stopServices } from '../../server/services.js';
 import { testConfig, usingPostgres } from '../support/env.js';
-import { createOrg, type TestUser } from '../support/factories.js';
+import { createOrg } from '../support/factories.js';
 import { http } from '../support/http.js';
 import { sharedServer, startTestServer, type TestServer } from '../support/server.js';
 import { startReceiver, verifyWithThirdPartyLibraries, type Receiver } from '../modules/webhooks/receiver.js';
-
-async function createWebhook(s: TestServer, owner: TestUser, url: string, events: string[]) {
-  const res = await http(s.baseUrl, 'POST', '/v1/webhooks', { token: owner.token, body: { url, events } });
-  expect(res.status).to.equal(201);
-  return res.body.webhook as { id: string; secret: string };
-}
+import { createWebhook } from '../modules/webhooks/webhook-helpers.js';
 
 describe('events: transactional outbox', () => {
   let s: TestServer;

@@ -4,6 +4,7 @@ import { createOrg, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { sharedServer, type TestServer } from '../../support/server.js';
 import { startReceiver, verifyWithThirdPartyLibraries, type Receiver } from '../webhooks/receiver.js';
+import { createWebhook } from '../webhooks/webhook-helpers.js';
 import { createConnection } from './vpn-helpers.js';
 
 describe('VPN events reach webhooks', () => {
@@ -19,14 +20,7 @@ describe('VPN events reach webhooks', () => {
     await rx.close();
   });
 
-  async function webhook(owner: TestUser, events: string[]) {
-    const res = await http(s.baseUrl, 'POST', '/v1/webhooks', {
-      token: owner.token,
-      body: { url: rx.url, events },
-    });
-    expect(res.status).to.equal(201);
-    return res.body.webhook as { id: string; secret: string };
-  }
+  const webhook = (owner: TestUser, events: string[]) => createWebhook(s, owner, rx.url, events);
 
   it('delivers vpn.connected and vpn.disconnected of a connection made over HTTP, signed and verifiable', async () => {
     const owner = await createOrg(s.deps);

@@ -4,6 +4,7 @@ import { createOrg, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { sharedServer, startTestServer, type TestServer } from '../../support/server.js';
 import { startReceiver, verifyWithThirdPartyLibraries, type Receiver } from './receiver.js';
+import { createWebhook } from './webhook-helpers.js';
 
 /** Polls the delivery list until `predicate` holds for the first (newest) delivery. */
 async function waitForDelivery(
@@ -36,11 +37,7 @@ describe('webhook deliveries', () => {
     await rx.close();
   });
 
-  async function webhook(owner: TestUser, events: string[], url = rx.url) {
-    const res = await http(s.baseUrl, 'POST', '/v1/webhooks', { token: owner.token, body: { url, events } });
-    expect(res.status).to.equal(201);
-    return res.body.webhook as { id: string; secret: string };
-  }
+  const webhook = (owner: TestUser, events: string[], url = rx.url) => createWebhook(s, owner, url, events);
 
   /** Commits one event the way every module does: in the transaction of its change. */
   async function emit(
