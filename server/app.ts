@@ -14,7 +14,8 @@ import { newId } from './lib/ids.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { registerRestRoutes } from './rest.js';
 import { appRouter } from './router.js';
-import { createHttpContext, type AppDeps, type Context } from './trpc/context.js';
+import type { AppDeps } from './kit/deps.js';
+import { createHttpContext, type Context } from './trpc/context.js';
 import { toAppError } from './trpc/init.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -213,6 +214,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerRestRoutes(app, {
     router: appRouter,
     basePath: '/v1',
+    locationBase: `${config.publicBaseUrl}/v1`,
     createContext: (req) => createHttpContext(deps, req),
     sendError(req, reply, err, ctx) {
       const appErr = toAppError(err);

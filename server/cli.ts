@@ -3,7 +3,8 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase, type Database } from './db/orm.js';
-import { entities } from './entities.js';
+import { buildRegistry } from './kit/registry.js';
+import { modules } from './modules.js';
 import { AppError } from './lib/errors.js';
 import { addServer, allServers, removeServer } from './modules/vpn/vpn-servers.service.js';
 import type { TServer } from './modules/vpn/vpn.schema.js';
@@ -108,10 +109,12 @@ export async function runCli(
   try {
     if (!db) {
       const config = loadConfig(opts.env ?? process.env);
+      const registry = buildRegistry(modules);
       db = await openDatabase({
         databaseUrl: config.databaseUrl,
         pgliteDataDir: resolve(config.dataDir, 'pglite'),
-        entities,
+        entities: [...registry.entities],
+        migrations: [...registry.migrations],
         poolMax: 2,
       });
     }

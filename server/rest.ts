@@ -38,6 +38,8 @@ export interface RestRoute {
   /** Input fields declared as arrays (a single query value becomes a one-element array). */
   arrayFields: ReadonlySet<string>;
   successStatus: number;
+  /** `meta.location`: the created resource's path template. */
+  location: string | undefined;
 }
 
 type ZodLike = { _zod?: { def?: ZodDef } };
@@ -82,7 +84,7 @@ export function restRoutes(router: AnyTRPCRouter): RestRoute[] {
       if (unwrap(field)?.type === 'array') arrayFields.add(name);
     }
     const method = openapi.method.toUpperCase() as HTTPMethods;
-    routes.push({
+    const route: RestRoute = {
       procedurePath,
       type,
       method,
@@ -92,7 +94,12 @@ export function restRoutes(router: AnyTRPCRouter): RestRoute[] {
       source: method === 'POST' || method === 'PUT' || method === 'PATCH' ? 'body' : 'query',
       arrayFields,
       successStatus: meta.successStatus ?? 200,
-    });
+      location: meta.location,
+    };
+    routes.push(route);
+    if (route.successStatus === 201 && !route.location) {
+      throw new Error(`${procedurePath}: a 201 procedure needs meta.location (the created resource's path)`);
+    }
   }
   return routes;
 }
@@ -130,10 +137,27 @@ function bodyInput(req: FastifyRequest, params: readonly string[]): Record<strin
   return body as Record<string, unknown>;
 }
 
+/**
+ * Fills a `meta.location` template from the procedure's output: `/vpn/connections/{connection.id}` with
+ * `{connection: {id: 'vpn_1'}}` gives `/vpn/connections/vpn_1`.
+ */
+export function resolveLocation(template: string, output: unknown): string {
+  return template.replace(/\{([\w.]+)\}/g, (_, path: string) => {
+    let value: unknown = output;
+    for (const key of path.split('.')) value = (value as Record<string, unknown> | undefined)?.[key];
+    if (typeof value !== 'string' && typeof value !== 'number') {
+      throw new Error(`Location template ${template}: the output has no ${path}`);
+    }
+    return encodeURIComponent(String(value));
+  });
+}
+
 export interface RestOptions {
   router: AnyTRPCRouter;
   /** `/v1`. */
   basePath: string;
+  /** Absolute URL that `Location` paths are relative to (`PUBLIC_BASE_URL` + `/v1`). */
+  locationBase: string;
   createContext(req: FastifyRequest): Context;
   /** Sends an error in the envelope (and logs it when unexpected); `ctx` is undefined if it could not be made. */
   sendError(req: FastifyRequest, reply: FastifyReply, err: unknown, ctx: Context | undefined): FastifyReply;
@@ -166,6 +190,9 @@ export function registerRestRoutes(app: FastifyInstance, opts: RestOptions): Res
             signal: undefined,
             batchIndex: 0,
           });
+          if (route.location) {
+            ctx.response.headers.Location = opts.locationBase + resolveLocation(route.location, data);
+          }
           return reply.status(route.successStatus).headers(ctx.response.headers).send(data);
         } catch (err) {
           return opts.sendError(req, reply, err, ctx);

@@ -5,13 +5,14 @@ import { PasswordHasher } from './access/passwords.js';
 import { TokenService, resolveJwtSecret } from './access/tokens.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
-import { entities } from './entities.js';
-import { defineJobs, startWorkers, stopWorkers } from './jobs.js';
 import { createJobQueue } from './jobs/queue.js';
+import type { AppDeps, Logger } from './kit/deps.js';
+import { buildRegistry } from './kit/registry.js';
+import { defineModuleJobs, startModuleWorkers, stopModuleWorkers } from './kit/runtime.js';
 import { systemClock, type Clock } from './lib/time.js';
 import { LogMailDriver, type MailDriver } from './mail/mail-driver.js';
 import { bootstrapOwner } from './modules/auth/auth.service.js';
-import type { AppDeps, Logger } from './trpc/context.js';
+import { modules } from './modules.js';
 
 export interface StartOptions {
   clock?: Clock;
@@ -34,10 +35,12 @@ export function createLogger(config: Config): Logger {
 /** Config → database (migrated) → tokens → jobs → owner bootstrap. What main.ts and the tests both run. */
 export async function startServices(config: Config, opts: StartOptions = {}): Promise<AppDeps> {
   const log = opts.log ?? createLogger(config);
+  const registry = buildRegistry(modules);
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     pgliteDataDir: opts.pgliteDataDir ?? resolve(config.dataDir, 'pglite'),
-    entities,
+    entities: [...registry.entities],
+    migrations: [...registry.migrations],
   });
   const tokens = new TokenService(resolveJwtSecret(config.jwtSecret, config.dataDir));
   const jobs = createJobQueue(db, log);
@@ -45,11 +48,11 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst);
   const mail = opts.mail ?? new LogMailDriver(log);
   const passwords = new PasswordHasher({ cost: config.bcryptCost });
-  const deps: AppDeps = { config, db, tokens, jobs, clock, log, apiUsage, mail, passwords };
-  defineJobs(jobs, deps);
+  const deps: AppDeps = { config, db, tokens, jobs, clock, log, apiUsage, mail, passwords, registry };
+  defineModuleJobs(deps);
   if (opts.startJobs !== false) {
     await jobs.start();
-    await startWorkers(deps);
+    await startModuleWorkers(deps);
   }
   await bootstrapOwner(deps);
   apiUsage.start();
@@ -92,7 +95,7 @@ async function stopInOrder(deps: AppDeps): Promise<void> {
       clearTimeout(timer);
     }
   };
-  await step('workers', 15_000, () => stopWorkers(deps));
+  await step('workers', 15_000, () => stopModuleWorkers(deps));
   await step('api usage', 5_000, () => deps.apiUsage.stop());
   await step('job queue', 15_000, () => deps.jobs.stop(10_000));
   await step('database', 10_000, () => deps.db.close());

@@ -2,18 +2,14 @@ import type { Em } from '../db/orm.js';
 import { AppError } from '../lib/errors.js';
 
 /**
- * Resources that belong to a user (VPN connections, databases, sites...), registered by the module that owns them
- * so that the access core can act on them without importing any module:
+ * Resources that belong to a user (VPN connections, databases, sites...), declared by the module that owns them in
+ * its manifest (`ownedResources`), so that the access core can act on them without importing any module:
  *
- * - deleting a user moves their rows to the user who deleted them (`resources_transferred_to`, conventions §5),
- *   inside the delete's transaction;
+ * - deleting a user moves their rows to the user who deleted them (`resources_transferred_to`, README, "Users and
+ *   permissions"), inside the delete's transaction;
  * - `activity` of `GET /users/:id` counts them.
  *
- * A module registers once, at import time, next to its entity:
- *
- * ```ts
- * registerOwnedResource({ table: 'vpn_connections', activity: 'vpn_connections' });
- * ```
+ * The registry is built at start from the modules' manifests (`deps.registry.ownedResources`).
  */
 export const ACTIVITY_COUNTERS = ['vpn_connections', 'databases_created'] as const;
 export type ActivityCounter = (typeof ACTIVITY_COUNTERS)[number];
@@ -43,47 +39,67 @@ export interface OwnershipMove {
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
-const registry = new Map<
-  string,
-  Required<Omit<OwnedResource, 'activity' | 'countWhere' | 'afterTransfer'>> & OwnedResource
->();
+type Entry = Required<Omit<OwnedResource, 'activity' | 'countWhere' | 'afterTransfer'>> & OwnedResource;
 
-/** Registers (or re-registers, by table) a user-owned resource. Returns a function that unregisters it. */
-export function registerOwnedResource(resource: OwnedResource): () => void {
-  const entry = {
-    ownerColumn: 'user_id',
-    organizationColumn: 'organization_id',
-    ...resource,
-  };
-  for (const name of [entry.table, entry.ownerColumn, entry.organizationColumn]) {
-    if (!IDENTIFIER.test(name)) throw new Error(`registerOwnedResource: invalid SQL identifier ${name}`);
+/** The user-owned resources of every module, by table. */
+export class OwnedResources {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(resources: readonly OwnedResource[] = []) {
+    for (const r of resources) this.register(r);
   }
-  registry.set(entry.table, entry);
-  return () => {
-    if (registry.get(entry.table) === entry) registry.delete(entry.table);
-  };
-}
 
-export function ownedResources(): readonly OwnedResource[] {
-  return [...registry.values()];
-}
-
-/**
- * Moves every registered resource of `fromUserId` to `toUserId` within the organization. Run it inside the
- * transaction that deletes the user. Returns the number of rows moved per table.
- */
-export async function transferOwnedResources(em: Em, move: OwnershipMove): Promise<Record<string, number>> {
-  const moved: Record<string, number> = {};
-  for (const r of registry.values()) {
-    const res = await em.execute(
-      `update "${r.table}" set "${r.ownerColumn}" = ? where "${r.ownerColumn}" = ? and "${r.organizationColumn}" = ?`,
-      [move.toUserId, move.fromUserId, move.organizationId],
-      'run',
-    );
-    moved[r.table] = Number((res as { affectedRows?: number }).affectedRows ?? 0);
-    if (r.afterTransfer) await r.afterTransfer(em, move);
+  /** Registers (or re-registers, by table) a user-owned resource. Returns a function that unregisters it. */
+  register(resource: OwnedResource): () => void {
+    const entry = { ownerColumn: 'user_id', organizationColumn: 'organization_id', ...resource };
+    for (const name of [entry.table, entry.ownerColumn, entry.organizationColumn]) {
+      if (!IDENTIFIER.test(name)) throw new Error(`owned resource: invalid SQL identifier ${name}`);
+    }
+    this.entries.set(entry.table, entry);
+    return () => {
+      if (this.entries.get(entry.table) === entry) this.entries.delete(entry.table);
+    };
   }
-  return moved;
+
+  list(): readonly OwnedResource[] {
+    return [...this.entries.values()];
+  }
+
+  /**
+   * Moves every registered resource of `fromUserId` to `toUserId` within the organization. Run it inside the
+   * transaction that deletes the user. Returns the number of rows moved per table.
+   */
+  async transfer(em: Em, move: OwnershipMove): Promise<Record<string, number>> {
+    const moved: Record<string, number> = {};
+    for (const r of this.entries.values()) {
+      const res = await em.execute(
+        `update "${r.table}" set "${r.ownerColumn}" = ? where "${r.ownerColumn}" = ? and "${r.organizationColumn}" = ?`,
+        [move.toUserId, move.fromUserId, move.organizationId],
+        'run',
+      );
+      moved[r.table] = Number((res as { affectedRows?: number }).affectedRows ?? 0);
+      if (r.afterTransfer) await r.afterTransfer(em, move);
+    }
+    return moved;
+  }
+
+  /** The registered activity counters of one user; counters no module registered are 0. */
+  async countActivity(
+    em: Em,
+    who: { organizationId: string; userId: string },
+  ): Promise<Record<ActivityCounter, number>> {
+    const out = Object.fromEntries(ACTIVITY_COUNTERS.map((c) => [c, 0])) as Record<ActivityCounter, number>;
+    for (const r of this.entries.values()) {
+      if (!r.activity) continue;
+      const rows = await em.execute<{ n: string | number }[]>(
+        `select count(*) as n from "${r.table}" where "${r.ownerColumn}" = ? and "${r.organizationColumn}" = ?` +
+          (r.countWhere ? ` and (${r.countWhere})` : ''),
+        [who.userId, who.organizationId],
+      );
+      out[r.activity] += Number(rows[0]?.n ?? 0);
+    }
+    return out;
+  }
 }
 
 /**
@@ -99,22 +115,4 @@ export async function lockOwner(em: Em, userId: string): Promise<void> {
     [userId],
   );
   if (rows.length === 0) throw new AppError('UNAUTHORIZED', 'Access token is no longer valid');
-}
-
-/** The registered activity counters of one user; counters no module registered are 0. */
-export async function countActivity(
-  em: Em,
-  who: { organizationId: string; userId: string },
-): Promise<Record<ActivityCounter, number>> {
-  const out = Object.fromEntries(ACTIVITY_COUNTERS.map((c) => [c, 0])) as Record<ActivityCounter, number>;
-  for (const r of registry.values()) {
-    if (!r.activity) continue;
-    const rows = await em.execute<{ n: string | number }[]>(
-      `select count(*) as n from "${r.table}" where "${r.ownerColumn}" = ? and "${r.organizationColumn}" = ?` +
-        (r.countWhere ? ` and (${r.countWhere})` : ''),
-      [who.userId, who.organizationId],
-    );
-    out[r.activity] += Number(rows[0]?.n ?? 0);
-  }
-  return out;
 }

@@ -6,7 +6,6 @@ import type { EntityManager, AbstractSqlDriver } from '@mikro-orm/sql';
 import type { PGlite } from '@electric-sql/pglite';
 import { CompiledQuery, type Kysely } from 'kysely';
 import type pg from 'pg';
-import { migrationsList } from './migrations/index.js';
 
 export type Em = EntityManager<AbstractSqlDriver>;
 
@@ -29,6 +28,8 @@ export interface DatabaseOptions {
   /** Directory for the embedded database, or `memory://` for an in-memory one (tests). */
   pgliteDataDir: string;
   entities: NonNullable<Options['entities']>;
+  /** Every migration, in order (the modules' manifests list theirs: server/modules.ts). */
+  migrations: NonNullable<NonNullable<Options['migrations']>['migrationsList']>;
   debug?: boolean;
   poolMax?: number;
 }
@@ -44,7 +45,13 @@ export async function ormOptions(opts: DatabaseOptions, pglite?: PGlite): Promis
     forceUtcTimezone: true,
     debug: opts.debug ?? false,
     extensions: [Migrator],
-    migrations: { migrationsList, snapshot: false, transactional: true, allOrNothing: true, silent: true },
+    migrations: {
+      migrationsList: opts.migrations,
+      snapshot: false,
+      transactional: true,
+      allOrNothing: true,
+      silent: true,
+    },
     // Entity metadata comes from defineEntity; no reflection or discovery cache needed.
     metadataCache: { enabled: false },
   };

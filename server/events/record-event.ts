@@ -1,7 +1,19 @@
 import type { Em } from '../db/orm.js';
 import { newId } from '../lib/ids.js';
+import type { EventDefinition } from './define-event.js';
 import { Event } from './event.entity.js';
-import type { EventType } from './event-types.js';
+
+/** A payload that does not match its event's declared schema is a defect of the emitting code, never sent out. */
+function checkedPayload<T>(event: EventDefinition<T>, object: T): Record<string, unknown> {
+  const result = event.schema.safeParse(object);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new Error(
+      `event ${event.type}: the payload does not match its schema (${issue?.path.join('.') || '(root)'}: ${issue?.message})`,
+    );
+  }
+  return object as Record<string, unknown>;
+}
 
 /**
  * Records an event in the caller's unit of work, so it commits (or rolls back) with the change that caused it:
@@ -10,18 +22,19 @@ import type { EventType } from './event-types.js';
  * After commit the outbox relay (outbox.ts) hands it to every active webhook of `organizationId` subscribed to
  * `type`, one delivery each. Call it inside the `em.transactional` (or before the `flush`) of the change itself.
  */
-export function recordEvent(
+export function recordEvent<T>(
   em: Em,
-  type: EventType,
-  object: Record<string, unknown>,
+  event: EventDefinition<T>,
+  object: NoInfer<T>,
   organizationId: string,
-  now: Date = new Date(),
+  now: Date,
 ): Event {
+  if (event.scope !== 'organization') throw new Error(`event ${event.type} concerns every organization`);
   return em.create(Event, {
     id: newId('evt'),
     organizationId,
-    type,
-    data: { object },
+    type: event.type,
+    data: { object: checkedPayload(event, object) },
     createdAt: now,
     dispatchedAt: null,
   });
@@ -34,17 +47,18 @@ export function recordEvent(
  * `type`. Each delivery's body names the receiving organization in `organization_id`; the event `id` is the same
  * for every receiver.
  */
-export function recordEventForAllOrganizations(
+export function recordEventForAllOrganizations<T>(
   em: Em,
-  type: EventType,
-  object: Record<string, unknown>,
-  now: Date = new Date(),
+  event: EventDefinition<T>,
+  object: NoInfer<T>,
+  now: Date,
 ): Event {
+  if (event.scope !== 'platform') throw new Error(`event ${event.type} belongs to one organization`);
   return em.create(Event, {
     id: newId('evt'),
     organizationId: null,
-    type,
-    data: { object },
+    type: event.type,
+    data: { object: checkedPayload(event, object) },
     createdAt: now,
     dispatchedAt: null,
   });

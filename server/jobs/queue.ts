@@ -17,9 +17,8 @@ export interface JobInfo {
 
 export type JobHandler<T> = (data: T, job: JobInfo) => Promise<void>;
 
-export interface JobDefinition<T> {
-  name: string;
-  handler: JobHandler<T>;
+/** How a job runs: retries, schedule, batching. */
+export interface JobOptions {
   /** Cron expression (UTC) for recurring jobs. */
   cron?: string;
   /**
@@ -36,6 +35,25 @@ export interface JobDefinition<T> {
   /** Jobs fetched per poll. Each job of a batch completes or fails on its own. */
   batchSize?: number;
   pollingIntervalSeconds?: number;
+}
+
+export interface JobDefinition<T> extends JobOptions {
+  name: string;
+  handler: JobHandler<T>;
+}
+
+/**
+ * A job's name with its data type: what `send` takes, so that the data sent is the data the handler expects. The
+ * modules' job definitions are refs (server/kit/jobs.ts); `jobRef` makes one for a queue defined by hand.
+ */
+export interface JobRef<T extends object> {
+  readonly name: string;
+  /** Carries the data type only; never set. */
+  readonly __data?: (data: T) => void;
+}
+
+export function jobRef<T extends object>(name: string): JobRef<T> {
+  return { name };
 }
 
 export interface SendOptions {
@@ -70,7 +88,7 @@ export interface StoredJob {
 /** The durable job queue: Postgres-backed (pg-boss), on PGlite and PostgreSQL alike. */
 export interface JobQueue {
   define<T extends object>(def: JobDefinition<T>): void;
-  send<T extends object>(name: string, data: T, opts?: SendOptions): Promise<string | null>;
+  send<T extends object>(job: JobRef<T>, data: NoInfer<T>, opts?: SendOptions): Promise<string | null>;
   start(): Promise<void>;
   /**
    * Stops fetching, waits (up to `timeoutMs`) for running handlers to finish their current job, then releases the
@@ -232,7 +250,8 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
       defs.set(def.name, def as JobDefinition<never>);
     },
 
-    async send(name, data, opts = {}) {
+    async send(job, data, opts = {}) {
+      const name = job.name;
       if (!defs.has(name)) throw new Error(`unknown job ${name}`);
       if (state === 'new') throw new Error(`job ${name} sent before the job queue started`);
       const options: PgBoss.SendOptions = {};

@@ -74,11 +74,14 @@ export const PLANS: Record<PlanId, PlanDefinition> = {
 
 export const DEFAULT_PLAN: PlanId = 'starter';
 
+/** The plan features that have a numeric limit (usage is counted against them). */
+export const PLAN_FEATURES = ['vpn_connections', 'databases', 'hosting_sites', 'api_calls'] as const;
+export type PlanFeature = (typeof PLAN_FEATURES)[number];
+/** The features counted by creating resources (402 `PLAN_LIMIT_EXCEEDED` beyond them). */
+export type CountedPlanFeature = Exclude<PlanFeature, 'api_calls'>;
+
 /** The numeric limit of a plan feature; Infinity for `unlimited`. */
-export function planLimit(
-  plan: PlanId,
-  feature: 'vpn_connections' | 'databases' | 'hosting_sites' | 'api_calls',
-): number {
+export function planLimit(plan: PlanId, feature: PlanFeature): number {
   const v = PLANS[plan].features[feature];
   return v === 'unlimited' ? Number.POSITIVE_INFINITY : v;
 }

@@ -1,51 +1,23 @@
 import type { FastifyRequest } from 'fastify';
-import type { Logger as PinoLogger } from 'pino';
 import type { Actor } from '../access/actor.js';
-import type { ApiUsage } from '../access/api-usage.js';
-import type { PasswordHasher } from '../access/passwords.js';
-import type { TokenService } from '../access/tokens.js';
 import type { Config } from '../config.js';
-import type { Em, Database } from '../db/orm.js';
-import type { JobQueue } from '../jobs/queue.js';
-import type { MailDriver } from '../mail/mail-driver.js';
-import type { Clock } from '../lib/time.js';
+import type { Em } from '../db/orm.js';
+import type { AppDeps, RequestContext } from '../kit/deps.js';
 import { newId } from '../lib/ids.js';
-
-/** What every request, job or test shares: built once at start, passed down explicitly. */
-export interface AppDeps {
-  config: Config;
-  db: Database;
-  tokens: TokenService;
-  jobs: JobQueue;
-  clock: Clock;
-  log: Logger;
-  /** API call counters, monthly quota and burst limit (conventions §7). */
-  apiUsage: ApiUsage;
-  /** Outgoing mail (invitations). The default driver writes messages to the log. */
-  mail: MailDriver;
-  /** bcrypt at `BCRYPT_COST`, on worker threads. */
-  passwords: PasswordHasher;
-}
-
-/** The process logger (pino, shared with Fastify). */
-export type Logger = PinoLogger;
 
 /** Headers a procedure adds to its response (`Location`, `Retry-After`, ...); applied by responseMeta. */
 export interface ResponseMeta {
   headers: Record<string, string>;
 }
 
-export interface Context {
-  deps: AppDeps;
+/** A request's context: what services receive (ActorContext once authenticated), plus the transport's own. */
+export interface Context extends RequestContext {
   /** One EntityManager per request, forked from the global one (on first use). */
   em: Em;
-  requestId: string;
-  ip: string;
-  userAgent: string | undefined;
   /** True when the request may use /auth/* under the HTTPS rule (conventions §4). */
   secureTransport: boolean;
   bearer: string | undefined;
-  /** Set by authedProcedure. */
+  /** Set by the authenticated base procedures, whose procedures see it as non-null (trpc/procedures.ts). */
   actor?: Actor;
   response: ResponseMeta;
 }

@@ -22,8 +22,14 @@ export interface AppMeta {
   permission?: Permission;
   /** With `auth: 'role'`: the roles that may call (e.g. webhooks: owner and admin, conventions §5). */
   roles?: readonly Role[];
-  /** Success status other than 200 (conventions §2). */
+  /** Success status other than 200 (README, "Responses"). */
   successStatus?: 201 | 202;
+  /**
+   * With 201: the path (under `/v1`) of the created resource, with `{field.path}` placeholders read from the
+   * procedure's output, e.g. `/vpn/connections/{connection.id}`. The transport sends it as the `Location` header;
+   * services never write headers.
+   */
+  location?: string;
 }
 export type Meta = OpenApiMeta<AppMeta>;
 

@@ -33,6 +33,13 @@ async function loadActor(ctx: Context): Promise<Actor> {
   return actor;
 }
 
+/**
+ * What `next` is given by the authenticated middleware: nothing at run time (the actor was set on the request's own
+ * context, and tRPC passes the same context on when `next` gets no `ctx`), but to the compiler a context whose
+ * `actor` is non-null, so that procedures hand it to services as an ActorContext without a `!`.
+ */
+const ACTOR_SET = {} as { ctx: { actor: Actor } };
+
 /** What a base procedure requires beyond a signed-in user. */
 interface Requirement {
   permission?: Permission;
@@ -68,7 +75,7 @@ function authenticated(opts: { httpsOnly: boolean } & Requirement) {
     } catch (err) {
       rethrowAsTRPCError(ctx, err);
     }
-    const result = await next();
+    const result = await next(ACTOR_SET);
     if (!result.ok) rethrowAsTRPCError(ctx, result.error);
     return result;
   });

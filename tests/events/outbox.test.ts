@@ -5,8 +5,11 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { User } from '../../server/access/user.entity.js';
 import { Event } from '../../server/events/event.entity.js';
+import { looseEvent } from '../support/events.js';
 import { recordEvent, recordEventForAllOrganizations } from '../../server/events/record-event.js';
-import { workersOf } from '../../server/jobs.js';
+import { workerOf } from '../../server/kit/runtime.js';
+import { DELIVERY_WORKER } from '../../server/modules/webhooks/webhooks.module.js';
+import type { DeliveryWorker } from '../../server/modules/webhooks/delivery-worker.js';
 import { startServices, stopServices } from '../../server/services.js';
 import { testConfig, usingPostgres } from '../support/env.js';
 import { createOrg } from '../support/factories.js';
@@ -36,7 +39,13 @@ describe('events: transactional outbox', () => {
       .transactional(async (em) => {
         const user = await em.findOneOrFail(User, { id: owner.id });
         user.name = 'Never saved';
-        recordEvent(em, 'user.updated', { id: user.id, marker: 'rolled-back' }, owner.organizationId);
+        recordEvent(
+          em,
+          looseEvent('user.updated'),
+          { id: user.id, marker: 'rolled-back' },
+          owner.organizationId,
+          new Date(),
+        );
         await em.flush();
         throw new Error('the change fails after its event was written');
       })
@@ -47,7 +56,13 @@ describe('events: transactional outbox', () => {
     expect(failed).to.equal(true);
     // A later committed event is relayed; the outbox is relayed in order, so the first would have come before it.
     await s.deps.db.orm.em.fork().transactional(async (em) => {
-      recordEvent(em, 'user.updated', { id: owner.id, marker: 'committed' }, owner.organizationId);
+      recordEvent(
+        em,
+        looseEvent('user.updated'),
+        { id: owner.id, marker: 'committed' },
+        owner.organizationId,
+        new Date(),
+      );
     });
     await rx.waitFor((r) => r.some((x) => x.body.data.object.marker === 'committed'));
     expect(rx.requests.map((x) => x.body.data.object.marker)).to.deep.equal(['committed']);
@@ -67,10 +82,15 @@ describe('events: transactional outbox', () => {
       await createWebhook(s, c, other.url, ['vpn.connected']);
       let eventId = '';
       await s.deps.db.orm.em.fork().transactional(async (em) => {
-        eventId = recordEventForAllOrganizations(em, 'vpn.server.created', {
-          id: 'srv_test',
-          city: 'Oslo',
-        }).id;
+        eventId = recordEventForAllOrganizations(
+          em,
+          looseEvent('vpn.server.created', 'platform'),
+          {
+            id: 'srv_test',
+            city: 'Oslo',
+          },
+          new Date(),
+        ).id;
       });
       const reqs = await rx.waitFor((r) => r.filter((x) => x.body.id === eventId).length >= 2);
       const mine = reqs.filter((x) => x.body.id === eventId);
@@ -172,7 +192,7 @@ describe('events: two server processes on one PostgreSQL database', () => {
       for (let i = from; i < to; i += 7) {
         await srv.deps.db.orm.em.fork().transactional(async (em) => {
           for (let j = i; j < Math.min(i + 7, to); j++) {
-            recordEvent(em, 'user.updated', { id: `n${j}` }, owner.organizationId);
+            recordEvent(em, looseEvent('user.updated'), { id: `n${j}` }, owner.organizationId, new Date());
           }
         });
       }
@@ -193,9 +213,9 @@ describe('events: two server processes on one PostgreSQL database', () => {
     expect(deliveryIds.size).to.equal(EVENTS);
 
     // Both processes took part (the shared server of the run, if started, may have too).
-    const [w1, w2] = servers.map((srv) => workersOf(srv.deps)!);
-    expect(w1!.deliveries.attemptsMade, 'attempts by server one').to.be.greaterThan(0);
-    expect(w2!.deliveries.attemptsMade, 'attempts by server two').to.be.greaterThan(0);
+    const [w1, w2] = servers.map((srv) => workerOf<DeliveryWorker>(srv.deps, DELIVERY_WORKER)!);
+    expect(w1!.attemptsMade, 'attempts by server one').to.be.greaterThan(0);
+    expect(w2!.attemptsMade, 'attempts by server two').to.be.greaterThan(0);
 
     const detail = await http(one.baseUrl, 'GET', `/v1/webhooks/${wh.id}`, { token: owner.token });
     expect(detail.body.webhook.delivery_stats).to.include({

@@ -1,3 +1,4 @@
+import { purgeExpiredSessionsJob } from '../../server/modules/auth/auth.jobs.js';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { RefreshToken, LoginSession } from '../../server/access/session.entity.js';
@@ -77,7 +78,7 @@ describe('job auth.purge-expired-sessions', () => {
   it('runs as a job on the queue of the running server', async () => {
     // Anchored 400 days ago, every one of these sessions is long expired for the server's real clock.
     const ids = await makeSessions(new Date(Date.now() - 400 * DAY));
-    const id = await s.deps.jobs.send('auth.purge-expired-sessions', {});
+    const id = await s.deps.jobs.send(purgeExpiredSessionsJob, {});
     s.deps.jobs.notify('auth.purge-expired-sessions');
     const deadline = Date.now() + 20_000;
     for (;;) {

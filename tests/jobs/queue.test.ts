@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { openDatabase, type Database } from '../../server/db/orm.js';
-import { entities } from '../../server/entities.js';
-import { createJobQueue, type JobInfo, type JobQueue } from '../../server/jobs/queue.js';
+import { createJobQueue, jobRef, type JobInfo, type JobQueue } from '../../server/jobs/queue.js';
+import { buildRegistry } from '../../server/kit/registry.js';
+import { modules } from '../../server/modules.js';
 import { usingPostgres } from '../support/env.js';
 
 /** A queue name of its own per test: the PostgreSQL test database is shared with the rest of the run. */
@@ -13,8 +14,15 @@ const queueName = (label: string) => `test.${label}.${randomBytes(4).toString('h
 
 const quietLog = { error() {}, warn() {} };
 
+const { entities, migrations } = buildRegistry(modules);
+
 function openDb(pgliteDataDir = 'memory://'): Promise<Database> {
-  return openDatabase({ databaseUrl: process.env.DATABASE_URL, pgliteDataDir, entities });
+  return openDatabase({
+    databaseUrl: process.env.DATABASE_URL,
+    pgliteDataDir,
+    entities: [...entities],
+    migrations: [...migrations],
+  });
 }
 
 /** Polls until `check` holds; fails the test after `ms` (a deadline for a broken queue, not a timing assertion). */
@@ -95,7 +103,7 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
 
   it('runs a job sent with delayMs only once the delay has passed', async () => {
     const sentAt = Date.now();
-    const id = await jobs.send(delayed, { hello: 'later' }, { delayMs: 1500 });
+    const id = await jobs.send(jobRef(delayed), { hello: 'later' }, { delayMs: 1500 });
     expect(id).to.be.a('string');
     const stored = await jobs.getJob(delayed, id!);
     expect(stored!.state).to.equal('created');
@@ -115,7 +123,7 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
     const em = db.orm.em.fork();
     let committedId: string | null = null;
     await em.transactional(async (tx) => {
-      committedId = await jobs.send(inTx, { outcome: 'commit' }, { em: tx });
+      committedId = await jobs.send(jobRef(inTx), { outcome: 'commit' }, { em: tx });
       await tx.execute('select 1');
       if (usingPostgres) {
         // Another connection (the queue's own) does not see it before the commit. (PGlite has one connection:
@@ -128,7 +136,7 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
     let rolledBackId: string | null = null;
     const failure = await em
       .transactional(async (tx) => {
-        rolledBackId = await jobs.send(inTx, { outcome: 'rollback' }, { em: tx });
+        rolledBackId = await jobs.send(jobRef(inTx), { outcome: 'rollback' }, { em: tx });
         throw new Error('abort the change');
       })
       .catch((err: Error) => err);
@@ -145,7 +153,7 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
   });
 
   it('retries a failing job retryLimit times, then marks it failed', async () => {
-    const id = await jobs.send(alwaysFails, { x: 1 });
+    const id = await jobs.send(jobRef(alwaysFails), { x: 1 });
     const failed = await eventually(async () => {
       const j = await jobs.getJob(alwaysFails, id!);
       return j?.state === 'failed' && j;
@@ -156,7 +164,7 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
   });
 
   it('completes a job whose retry succeeds', async () => {
-    const id = await jobs.send(failsOnce, { key: 'k' });
+    const id = await jobs.send(jobRef(failsOnce), { key: 'k' });
     const done = await eventually(async () => {
       const j = await jobs.getJob(failsOnce, id!);
       return j?.state === 'completed' && j;
@@ -169,7 +177,8 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
     // Committed together, so that one poll fetches all three.
     const ids: string[] = [];
     await db.orm.em.fork().transactional(async (tx) => {
-      for (const n of [1, 2, 3]) ids.push((await jobs.send(batch, { n, fail: n === 2 }, { em: tx }))!);
+      for (const n of [1, 2, 3])
+        ids.push((await jobs.send(jobRef(batch), { n, fail: n === 2 }, { em: tx }))!);
     });
     jobs.notify(batch);
     const all = await eventually(async () => {
@@ -182,7 +191,7 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
   });
 
   it('refuses jobs nobody defined', async () => {
-    const err = await jobs.send('no.such.job', {}).catch((e: Error) => e);
+    const err = await jobs.send(jobRef('no.such.job'), {}).catch((e: Error) => e);
     expect(err).to.be.instanceOf(Error);
     expect((err as Error).message).to.match(/unknown job/);
   });
@@ -205,7 +214,7 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
       },
     });
     await queue.start();
-    const id = await queue.send(name, {});
+    const id = await queue.send(jobRef(name), {});
     await started.promise;
 
     const stopping = queue.stop().then(() => events.push('stopped'));
@@ -221,7 +230,7 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
     expect((await jobs.getJob(name, id!))!.state).to.equal('completed');
     // Stopping again is a no-op; sending on a stopped queue fails.
     await queue.stop();
-    expect(await queue.send(name, {}).catch((e: Error) => e)).to.be.instanceOf(Error);
+    expect(await queue.send(jobRef(name), {}).catch((e: Error) => e)).to.be.instanceOf(Error);
   });
 
   it('stops at once when never started', async () => {
@@ -257,7 +266,7 @@ describe(`job queue across a restart (${usingPostgres ? 'PostgreSQL' : 'PGlite d
       },
     });
     await jobs.start();
-    const id = await jobs.send(name, { survives: true }, { delayMs: 1000 });
+    const id = await jobs.send(jobRef(name), { survives: true }, { delayMs: 1000 });
     await jobs.stop();
     await db.close();
     expect(ranBeforeRestart).to.equal(false);

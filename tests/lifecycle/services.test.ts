@@ -1,3 +1,4 @@
+import { purgeExpiredSessionsJob } from '../../server/modules/auth/auth.jobs.js';
 import { expect } from 'chai';
 import { startServices, stopServices } from '../../server/services.js';
 import { testConfig, usingPostgres } from '../support/env.js';
@@ -9,7 +10,7 @@ describe(`services lifecycle (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, func
     const deps = await startServices(testConfig(), {
       pgliteDataDir: usingPostgres ? undefined : 'memory://',
     });
-    const id = await deps.jobs.send('auth.purge-expired-sessions', {});
+    const id = await deps.jobs.send(purgeExpiredSessionsJob, {});
     deps.jobs.notify('auth.purge-expired-sessions');
 
     const first = stopServices(deps);
@@ -20,7 +21,7 @@ describe(`services lifecycle (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, func
     expect(await deps.db.orm.isConnected()).to.equal(false);
     if (deps.db.pglite) expect(deps.db.pglite.closed).to.equal(true);
     // The queue no longer takes jobs once stopped.
-    const err = await deps.jobs.send('auth.purge-expired-sessions', {}).catch((e: Error) => e);
+    const err = await deps.jobs.send(purgeExpiredSessionsJob, {}).catch((e: Error) => e);
     expect(err).to.be.instanceOf(Error);
     expect(id).to.be.a('string');
   });

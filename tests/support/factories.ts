@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { Organization } from '../../server/access/organization.entity.js';
 import { createUserEntity, type Role } from '../../server/access/user.entity.js';
 import { initialPermissions, type Permission } from '../../server/access/permissions.js';
-import { createOrganizationWithOwner, hashPassword, login } from '../../server/modules/auth/auth.service.js';
-import { createInProcessContext, type AppDeps } from '../../server/trpc/context.js';
+import { createOrganizationWithOwner, login } from '../../server/modules/auth/auth.service.js';
+import type { AppDeps } from '../../server/kit/deps.js';
+import { createInProcessContext } from '../../server/trpc/context.js';
 import { newId } from '../../server/lib/ids.js';
 import type { PlanId } from '../../server/lib/plans.js';
 
@@ -69,7 +70,7 @@ export async function createUser(
     organization: em.getReference(Organization, organizationId),
     email,
     name: opts.name ?? 'Test User',
-    passwordHash: await hashPassword(deps, DEFAULT_PASSWORD),
+    passwordHash: await deps.passwords.hash(DEFAULT_PASSWORD),
     role: opts.role ?? 'member',
     status: 'active',
     permissions: initialPermissions(opts.role ?? 'member', opts.permissions ?? []),

@@ -18,7 +18,7 @@ import { Organization } from '../../server/access/organization.entity.js';
 import { PERMISSIONS, type Permission } from '../../server/access/permissions.js';
 import { createUserEntity, type Role } from '../../server/access/user.entity.js';
 import { newId } from '../../server/lib/ids.js';
-import { hashPassword, login } from '../../server/modules/auth/auth.service.js';
+import { login } from '../../server/modules/auth/auth.service.js';
 import { appRouter } from '../../server/router.js';
 import { createInProcessContext } from '../../server/trpc/context.js';
 import { toAppError, type Meta } from '../../server/trpc/init.js';
@@ -127,7 +127,7 @@ async function userWith(
     organization: em.getReference(Organization, organizationId),
     email,
     name: 'Security Table',
-    passwordHash: await hashPassword(s.deps, DEFAULT_PASSWORD),
+    passwordHash: await s.deps.passwords.hash(DEFAULT_PASSWORD),
     role,
     status: 'active',
     permissions,

@@ -1,17 +1,16 @@
 import { router } from '../../trpc/init.js';
 import { authEndpointProcedure, authedAuthEndpointProcedure } from '../../trpc/procedures.js';
 import {
-  ZEmptyInput,
   ZLoginInput,
   ZLoginOutput,
   ZLogoutOutput,
   ZMeOutput,
-  ZNoQuery,
   ZRefreshInput,
   ZRefreshOutput,
   ZRegisterInput,
 } from './auth.schema.js';
 import * as auth from './auth.service.js';
+import { ZEmptyInput, ZNoQuery } from '../../lib/schema.js';
 
 const tags = ['Authentication'];
 
@@ -42,6 +41,7 @@ export const authRouter = router({
         protect: false,
       },
       successStatus: 201,
+      location: '/users/{user.id}',
     })
     .input(ZRegisterInput)
     .output(ZLoginOutput)

@@ -1,27 +1,10 @@
 import { z } from 'zod';
-import { ZUserSummary } from '../users/users.dto.js';
-
-const utf8Bytes = (s: string) => Buffer.byteLength(s, 'utf8');
-
-/** 8 to 72 bytes of UTF-8 (bcrypt reads at most 72): longer is refused, never truncated. */
-export const ZNewPassword = z
-  .string()
-  .refine((s) => utf8Bytes(s) >= 8, 'Password must be at least 8 bytes')
-  .refine((s) => utf8Bytes(s) <= 72, 'Password must be at most 72 bytes (UTF-8)')
-  .describe('8 to 72 bytes of UTF-8');
-
-export const ZEmail = z
-  .email('Must be a valid email address')
-  .max(320)
-  .transform((s) => s.toLowerCase())
-  .describe('Email address (case-insensitive)');
+import { ZUserSummary } from '../../access/user.dto.js';
+import { ZEmail, ZNewPassword, ZPassword } from '../../lib/schema.js';
 
 export const ZLoginInput = z.strictObject({
   email: z.string().trim().min(1).max(320).describe('Email address (case-insensitive)'),
-  password: z
-    .string()
-    .min(1)
-    .refine((s) => utf8Bytes(s) <= 72, 'Password must be at most 72 bytes (UTF-8)'),
+  password: ZPassword,
 });
 export type TLoginInput = z.infer<typeof ZLoginInput>;
 
@@ -37,11 +20,6 @@ export const ZRefreshInput = z.strictObject({
   refresh_token: z.string().min(1).max(512).describe('The `rt_…` token from login or the previous refresh'),
 });
 export type TRefreshInput = z.infer<typeof ZRefreshInput>;
-
-/** An empty body: any field is refused (conventions §1). */
-export const ZEmptyInput = z.strictObject({});
-/** No query parameters; unknown ones are ignored (conventions §1). */
-export const ZNoQuery = z.object({});
 
 const tokenFields = {
   success: z.literal(true),

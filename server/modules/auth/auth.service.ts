@@ -8,8 +8,9 @@ import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { AppError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { DEFAULT_PLAN } from '../../lib/plans.js';
-import type { AppDeps, Context } from '../../trpc/context.js';
-import { toUserSummaryDto } from '../users/users.dto.js';
+import { toUserDetailDto, toUserSummaryDto } from '../../access/user.dto.js';
+import { userCreated, userLogin } from '../../access/user.events.js';
+import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
 import type {
   TLoginInput,
   TLoginOutput,
@@ -24,15 +25,11 @@ export const LOGIN_LOCK_MS = 15 * 60_000;
 const INVALID_LOGIN = () => new AppError('INVALID_CREDENTIALS', 'Invalid email or password');
 const INVALID_REFRESH = () => new AppError('INVALID_CREDENTIALS', 'Invalid or expired refresh token');
 
-export function hashPassword(deps: AppDeps, password: string): Promise<string> {
-  return deps.passwords.hash(password);
-}
-
 function throttleKey(email: string, ip: string): string {
   return sha256Hex(`${email.toLowerCase()}|${ip}`);
 }
 
-async function assertNotThrottled(ctx: Context, key: string): Promise<void> {
+async function assertNotThrottled(ctx: RequestContext, key: string): Promise<void> {
   const now = ctx.deps.clock.now();
   const rows = await ctx.em.execute<{ locked_until: Date | null }[]>(
     'select locked_until from login_throttles where key = ?',
@@ -47,7 +44,7 @@ async function assertNotThrottled(ctx: Context, key: string): Promise<void> {
 }
 
 /** Counts a failure atomically (two processes may see the same email); locks after the tenth in a window. */
-async function recordFailure(ctx: Context, key: string): Promise<void> {
+async function recordFailure(ctx: RequestContext, key: string): Promise<void> {
   const now = ctx.deps.clock.now();
   const windowStart = new Date(now.getTime() - LOGIN_LOCK_MS);
   const lockUntil = new Date(now.getTime() + LOGIN_LOCK_MS);
@@ -64,7 +61,7 @@ async function recordFailure(ctx: Context, key: string): Promise<void> {
 }
 
 /** Opens a login session and issues its first token pair. Runs inside the caller's unit of work. */
-function issueSession(ctx: Context, user: User): { access: string; refresh: string } {
+function issueSession(ctx: RequestContext, user: User): { access: string; refresh: string } {
   const now = ctx.deps.clock.now();
   const session = ctx.em.create(LoginSession, {
     id: newId('ses'),
@@ -82,7 +79,7 @@ function issueSession(ctx: Context, user: User): { access: string; refresh: stri
   return { access, refresh };
 }
 
-function newRefreshToken(ctx: Context, session: LoginSession, now: Date): string {
+function newRefreshToken(ctx: RequestContext, session: LoginSession, now: Date): string {
   const value = randomToken('rt_', 256);
   ctx.em.create(RefreshToken, {
     id: newId('ses').replace(/^ses_/, 'rtk_'),
@@ -104,7 +101,7 @@ function tokenResponse(tokens: { access: string; refresh: string }) {
   };
 }
 
-export async function login(ctx: Context, input: TLoginInput): Promise<TLoginOutput> {
+export async function login(ctx: RequestContext, input: TLoginInput): Promise<TLoginOutput> {
   const email = input.email.toLowerCase();
   const key = throttleKey(email, ctx.ip);
   await assertNotThrottled(ctx, key);
@@ -128,13 +125,13 @@ export async function login(ctx: Context, input: TLoginInput): Promise<TLoginOut
     await em.execute('delete from login_throttles where key = ?', [key]);
     user.lastLogin = now;
     const t = issueSession({ ...ctx, em }, user);
-    recordEvent(em, 'user.login', toUserSummaryDto(user), user.organization.id, now);
+    recordEvent(em, userLogin, toUserSummaryDto(user), user.organization.id, now);
     return t;
   });
   return { ...tokenResponse(tokens), user: toUserSummaryDto(user) };
 }
 
-export async function refresh(ctx: Context, input: TRefreshInput): Promise<TRefreshOutput> {
+export async function refresh(ctx: RequestContext, input: TRefreshInput): Promise<TRefreshOutput> {
   if (!input.refresh_token.startsWith('rt_')) throw INVALID_REFRESH();
   const now = ctx.deps.clock.now();
   const hash = sha256Hex(input.refresh_token);
@@ -176,15 +173,15 @@ export async function refresh(ctx: Context, input: TRefreshInput): Promise<TRefr
   return tokenResponse(result.tokens!);
 }
 
-export async function logout(ctx: Context): Promise<{ success: true; message: string }> {
+export async function logout(ctx: ActorContext): Promise<{ success: true; message: string }> {
   const now = ctx.deps.clock.now();
-  await ctx.em.nativeUpdate(LoginSession, { id: ctx.actor!.sessionId }, { revokedAt: now });
+  await ctx.em.nativeUpdate(LoginSession, { id: ctx.actor.sessionId }, { revokedAt: now });
   return { success: true, message: 'Logged out: this access token and its refresh token are revoked' };
 }
 
 /** The caller, as loaded with the token on this very request (no second query). */
-export function me(ctx: Context) {
-  return { success: true as const, user: toUserSummaryDto(ctx.actor!.user) };
+export function me(ctx: ActorContext) {
+  return { success: true as const, user: toUserSummaryDto(ctx.actor.user) };
 }
 
 /** Creates an organization on the starter plan with this user as its owner; does not log in. */
@@ -194,7 +191,7 @@ export async function createOrganizationWithOwner(
   input: { email: string; password: string; name: string; organizationName: string },
 ): Promise<User> {
   const email = input.email.toLowerCase();
-  const passwordHash = await hashPassword(deps, input.password);
+  const passwordHash = await deps.passwords.hash(input.password);
   const now = deps.clock.now();
   return em.transactional(async (tx) => {
     const existing = await tx.count(User, { email, deletedAt: null });
@@ -214,12 +211,18 @@ export async function createOrganizationWithOwner(
       status: 'active',
       permissions: [],
     });
-    recordEvent(tx, 'user.created', toUserSummaryDto(user), org.id, now);
+    recordEvent(
+      tx,
+      userCreated,
+      toUserDetailDto(user, { vpn_connections: 0, databases_created: 0, api_calls_30d: 0 }),
+      org.id,
+      now,
+    );
     return user;
   });
 }
 
-export async function register(ctx: Context, input: TRegisterInput): Promise<TLoginOutput> {
+export async function register(ctx: RequestContext, input: TRegisterInput): Promise<TLoginOutput> {
   if (!ctx.deps.config.signupEnabled) throw new AppError('FORBIDDEN', 'Sign-up is disabled on this server');
   const user = await createOrganizationWithOwner(ctx.deps, ctx.em, {
     email: input.email,
@@ -233,7 +236,6 @@ export async function register(ctx: Context, input: TRegisterInput): Promise<TLo
     u.lastLogin = now;
     return issueSession({ ...ctx, em }, u);
   });
-  ctx.response.headers.Location = `${ctx.deps.config.publicBaseUrl}/v1/users/${user.id}`;
   return { ...tokenResponse(tokens), user: toUserSummaryDto(user) };
 }
 

@@ -47,6 +47,7 @@ export const usersRouter = router({
           'invite an admin. The user starts with the role’s default permissions plus `permissions`.',
       },
       successStatus: 201,
+      location: '/users/{user.id}',
     })
     .input(ZCreateUserInput)
     .output(ZCreateUserOutput)

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { OBJECT_FORM_LEVELS, OBJECT_FORM_RESOURCES, PERMISSIONS } from '../../access/permissions.js';
 import { ROLES, USER_STATUSES } from '../../access/user.entity.js';
 import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
-import { ZEmail, ZNewPassword } from '../auth/auth.schema.js';
-import { ZPermissionObject, ZUserDetail, ZUserSummary } from './users.dto.js';
+import { ZEmail, ZNewPassword } from '../../lib/schema.js';
+import { ZPermissionObject, ZUserDetail, ZUserSummary } from '../../access/user.dto.js';
 
 const ZUserId = z.string().describe('User id, `usr_…`');
 

@@ -1,7 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Actor } from '../../access/actor.js';
 import { apiCallsSince } from '../../access/api-usage.js';
-import { countActivity, transferOwnedResources } from '../../access/owned-resources.js';
 import { Organization } from '../../access/organization.entity.js';
 import {
   applyPermissionObject,
@@ -18,11 +17,11 @@ import { recordEvent } from '../../events/record-event.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { AppError, forbidden, notFound } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import { findPage } from '../../lib/pagination.js';
-import type { Context } from '../../trpc/context.js';
-import { hashPassword } from '../auth/auth.service.js';
+import { findPage } from '../../db/pagination.js';
+import { userCreated, userDeleted, userUpdated } from '../../access/user.events.js';
+import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
 import { UserInvitation } from './user-invitation.entity.js';
-import { toUserDetailDto, toUserSummaryDto, type TUserDetail } from './users.dto.js';
+import { toUserDetailDto, toUserSummaryDto, type TUserDetail } from '../../access/user.dto.js';
 import type {
   TAcceptInvitationInput,
   TCreateUserInput,
@@ -37,11 +36,6 @@ const ACTIVITY_WINDOW_MS = 30 * 86_400_000;
 const USER_NOT_FOUND = () => notFound('User');
 const INVALID_INVITATION = () =>
   new AppError('INVALID_CREDENTIALS', 'Invalid, expired or already used invitation token');
-
-function actorOf(ctx: Context): Actor {
-  if (!ctx.actor) throw new AppError('UNAUTHORIZED', 'Authentication required');
-  return ctx.actor;
-}
 
 /**
  * Loads a user the caller may see, or NOT_FOUND: users of the caller's organization that are not deleted; for a
@@ -60,10 +54,10 @@ async function findVisibleUserOrThrow(em: Em, actor: Actor, id: string, lock = f
 }
 
 /** The detail view: the user plus their activity counters. */
-export async function userDetail(em: Em, user: User, now: Date): Promise<TUserDetail> {
+export async function userDetail(deps: AppDeps, em: Em, user: User, now: Date): Promise<TUserDetail> {
   const who = { organizationId: user.organization.id, userId: user.id };
   const [owned, apiCalls] = [
-    await countActivity(em, who),
+    await deps.registry.ownedResources.countActivity(em, who),
     await apiCallsSince(em, { ...who, since: new Date(now.getTime() - ACTIVITY_WINDOW_MS) }),
   ];
   return toUserDetailDto(user, { ...owned, api_calls_30d: apiCalls });
@@ -101,8 +95,8 @@ async function revokeSessions(em: Em, userId: string, now: Date): Promise<void> 
   await em.nativeUpdate(LoginSession, { user: userId, revokedAt: null }, { revokedAt: now });
 }
 
-export async function listUsers(ctx: Context, input: TListUsersInput) {
-  const actor = actorOf(ctx);
+export async function listUsers(ctx: ActorContext, input: TListUsersInput) {
+  const { actor } = ctx;
   const where: Record<string, unknown> = { organization: actor.organizationId, deletedAt: null };
   if (input.role) where.role = input.role;
   if (input.status) where.status = input.status;
@@ -116,13 +110,13 @@ export async function listUsers(ctx: Context, input: TListUsersInput) {
   };
 }
 
-export async function getUser(ctx: Context, id: string) {
-  const actor = actorOf(ctx);
+export async function getUser(ctx: ActorContext, id: string) {
+  const { actor } = ctx;
   const user = await findVisibleUserOrThrow(ctx.em, actor, id);
-  return { success: true as const, user: await userDetail(ctx.em, user, ctx.deps.clock.now()) };
+  return { success: true as const, user: await userDetail(ctx.deps, ctx.em, user, ctx.deps.clock.now()) };
 }
 
-function invitationUrl(ctx: Context, token: string): string {
+function invitationUrl(ctx: { deps: AppDeps }, token: string): string {
   return `${ctx.deps.config.publicBaseUrl}/accept-invitation?token=${encodeURIComponent(token)}`;
 }
 
@@ -141,8 +135,8 @@ function newInvitation(em: Em, user: User, invitedBy: string, now: Date): string
   return token;
 }
 
-export async function createUser(ctx: Context, input: TCreateUserInput) {
-  const actor = actorOf(ctx);
+export async function createUser(ctx: ActorContext, input: TCreateUserInput) {
+  const { actor } = ctx;
   const now = ctx.deps.clock.now();
   assertMayGiveRole(actor, 'member', input.role);
   const permissions = initialPermissions(input.role, input.permissions);
@@ -164,18 +158,17 @@ export async function createUser(ctx: Context, input: TCreateUserInput) {
     });
     const t = newInvitation(em, u, actor.userId, now);
     const d = toUserDetailDto(u, { vpn_connections: 0, databases_created: 0, api_calls_30d: 0 });
-    recordEvent(em, 'user.created', d, actor.organizationId, now);
+    recordEvent(em, userCreated, d, actor.organizationId, now);
     return { user: u, token: t, detail: d };
   });
 
   const url = invitationUrl(ctx, token);
   if (input.send_invitation) await sendInvitation(ctx, actor, user, url);
-  ctx.response.headers.Location = `${ctx.deps.config.publicBaseUrl}/v1/users/${user.id}`;
   return { success: true as const, user: detail, invitation_url: input.send_invitation ? null : url };
 }
 
 /** After commit, outside any transaction: the user exists whether or not the mail goes out. */
-async function sendInvitation(ctx: Context, actor: Actor, user: User, url: string): Promise<void> {
+async function sendInvitation(ctx: ActorContext, actor: Actor, user: User, url: string): Promise<void> {
   const org = await ctx.em.findOne(Organization, actor.organizationId);
   const inviter = await ctx.em.findOne(User, actor.userId);
   const orgName = org?.name ?? 'an organization';
@@ -194,8 +187,8 @@ async function sendInvitation(ctx: Context, actor: Actor, user: User, url: strin
   }
 }
 
-export async function updateUser(ctx: Context, input: TUpdateUserInput) {
-  const actor = actorOf(ctx);
+export async function updateUser(ctx: ActorContext, input: TUpdateUserInput) {
+  const { actor } = ctx;
   const now = ctx.deps.clock.now();
   const privileged =
     input.role !== undefined || input.permissions !== undefined || input.status !== undefined;
@@ -262,21 +255,21 @@ export async function updateUser(ctx: Context, input: TUpdateUserInput) {
 
     if (changed) {
       await em.flush();
-      recordEvent(em, 'user.updated', await userDetail(em, target, now), actor.organizationId, now);
+      recordEvent(em, userUpdated, await userDetail(ctx.deps, em, target, now), actor.organizationId, now);
     }
     return target;
   });
-  return { success: true as const, user: await userDetail(ctx.em, user, now) };
+  return { success: true as const, user: await userDetail(ctx.deps, ctx.em, user, now) };
 }
 
-export async function deleteUser(ctx: Context, id: string) {
-  const actor = actorOf(ctx);
+export async function deleteUser(ctx: ActorContext, id: string) {
+  const { actor } = ctx;
   const now = ctx.deps.clock.now();
   const removed = await ctx.em.transactional(async (em) => {
     const target = await findVisibleUserOrThrow(em, actor, id, true);
     if (target.id === actor.userId) throw forbidden('You cannot delete yourself');
     assertMayManage(actor, target);
-    await transferOwnedResources(em, {
+    await ctx.deps.registry.ownedResources.transfer(em, {
       organizationId: actor.organizationId,
       fromUserId: target.id,
       toUserId: actor.userId,
@@ -289,7 +282,7 @@ export async function deleteUser(ctx: Context, id: string) {
     );
     const dto = toUserSummaryDto(target);
     target.deletedAt = now;
-    recordEvent(em, 'user.deleted', dto, actor.organizationId, now);
+    recordEvent(em, userDeleted, dto, actor.organizationId, now);
     return dto;
   });
   return {
@@ -301,8 +294,8 @@ export async function deleteUser(ctx: Context, id: string) {
   };
 }
 
-export async function getPermissions(ctx: Context, id: string) {
-  const actor = actorOf(ctx);
+export async function getPermissions(ctx: ActorContext, id: string) {
+  const { actor } = ctx;
   const user = await findVisibleUserOrThrow(ctx.em, actor, id);
   return {
     success: true as const,
@@ -311,8 +304,8 @@ export async function getPermissions(ctx: Context, id: string) {
   };
 }
 
-export async function updatePermissions(ctx: Context, input: TUpdatePermissionsInput) {
-  const actor = actorOf(ctx);
+export async function updatePermissions(ctx: ActorContext, input: TUpdatePermissionsInput) {
+  const { actor } = ctx;
   const now = ctx.deps.clock.now();
   const user = await ctx.em.transactional(async (em) => {
     const target = await findVisibleUserOrThrow(em, actor, input.id, true);
@@ -324,7 +317,7 @@ export async function updatePermissions(ctx: Context, input: TUpdatePermissionsI
     if (after.join() !== before.join()) {
       target.permissions = after;
       await em.flush();
-      recordEvent(em, 'user.updated', await userDetail(em, target, now), actor.organizationId, now);
+      recordEvent(em, userUpdated, await userDetail(ctx.deps, em, target, now), actor.organizationId, now);
     }
     return target;
   });
@@ -335,7 +328,7 @@ export async function updatePermissions(ctx: Context, input: TUpdatePermissionsI
   };
 }
 
-export async function acceptInvitation(ctx: Context, input: TAcceptInvitationInput) {
+export async function acceptInvitation(ctx: RequestContext, input: TAcceptInvitationInput) {
   const now = ctx.deps.clock.now();
   const tokenHash = sha256Hex(input.token);
   const invitation = await ctx.em.findOne(UserInvitation, { tokenHash }, { populate: ['user'] });
@@ -349,7 +342,7 @@ export async function acceptInvitation(ctx: Context, input: TAcceptInvitationInp
   if (!valid(invitation)) throw INVALID_INVITATION();
 
   // bcrypt runs before the transaction: never hold one open across it.
-  const passwordHash = await hashPassword(ctx.deps, input.password);
+  const passwordHash = await ctx.deps.passwords.hash(input.password);
   const user = await ctx.em.transactional(async (em) => {
     // Claim the token atomically: of two concurrent uses exactly one wins.
     const claimed = await em.nativeUpdate(
@@ -366,7 +359,7 @@ export async function acceptInvitation(ctx: Context, input: TAcceptInvitationInp
       )) === 1;
     if (!activated) throw INVALID_INVITATION();
     const u = await em.findOneOrFail(User, invitation.user.id, { refresh: true });
-    recordEvent(em, 'user.updated', await userDetail(em, u, now), u.organization.id, now);
+    recordEvent(em, userUpdated, await userDetail(ctx.deps, em, u, now), u.organization.id, now);
     return u;
   });
   return {

@@ -1,6 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { Organization } from '../../access/organization.entity.js';
-import { registerOwnedResource } from '../../access/owned-resources.js';
 import { User } from '../../access/user.entity.js';
 import { BaseSchema } from '../../db/base.entity.js';
 import { CONNECTION_STATUSES, VPN_PROTOCOLS } from './vpn.constants.js';
@@ -43,6 +42,3 @@ export const VpnConnectionSchema = defineEntity({
 
 export class VpnConnection extends VpnConnectionSchema.class {}
 VpnConnectionSchema.setClass(VpnConnection);
-
-// Deleting a user moves their connections to the user who deleted them; `activity.vpn_connections` counts them.
-registerOwnedResource({ table: 'vpn_connections', activity: 'vpn_connections' });

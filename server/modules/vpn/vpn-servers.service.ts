@@ -4,7 +4,7 @@ import type { Em } from '../../db/orm.js';
 import { recordEvent, recordEventForAllOrganizations } from '../../events/record-event.js';
 import { AppError } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import type { Context } from '../../trpc/context.js';
+import type { ServiceContext } from '../../kit/deps.js';
 import {
   DEFAULT_OPENVPN_PORT,
   DEFAULT_WIREGUARD_PORT,
@@ -19,6 +19,7 @@ import { VpnServer } from './vpn-server.entity.js';
 import { toConnectionDetailDto, toServerDto } from './vpn.dto.js';
 import type { TListServersInput, TListServersOutput, TServer } from './vpn.schema.js';
 import { storeUsage } from './vpn.simulation.js';
+import { vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
 import { generateWireguardKeyPair } from './wireguard.js';
 
 /** Servers a connection may use: in the catalogue, `online`, supporting the protocol. */
@@ -26,7 +27,10 @@ export function availableServerFilter(location: VpnLocation, protocol: VpnProtoc
   return { location, status: 'online', deletedAt: null, protocols: { $contains: [protocol] } };
 }
 
-export async function listServers(ctx: Context, input: TListServersInput): Promise<TListServersOutput> {
+export async function listServers(
+  ctx: ServiceContext,
+  input: TListServersInput,
+): Promise<TListServersOutput> {
   const servers = await ctx.em.find(
     VpnServer,
     {
@@ -122,7 +126,7 @@ export async function addServer(em: Em, raw: TAddServerInput, now: Date): Promis
     });
     const dto = toServerDto(server);
     // One event for the whole platform: the relay hands it to every organization's subscribed webhooks.
-    recordEventForAllOrganizations(tx, 'vpn.server.created', dto, now);
+    recordEventForAllOrganizations(tx, vpnServerCreated, dto, now);
     return { server: dto };
   });
 }
@@ -159,11 +163,11 @@ export async function removeServer(
       c.connectGeneration += 1;
       if (wasActive) {
         const object = toConnectionDetailDto(c, server, now);
-        recordEvent(tx, 'vpn.disconnected', object, c.organization.id, now);
+        recordEvent(tx, vpnDisconnected, object, c.organization.id, now);
       }
     }
     const dto = toServerDto(server);
-    recordEventForAllOrganizations(tx, 'vpn.server.deleted', dto, now);
+    recordEventForAllOrganizations(tx, vpnServerDeleted, dto, now);
     return { server: dto, connectionsAffected: connections.length };
   });
 }

@@ -22,7 +22,3 @@ export type ServerStatus = (typeof SERVER_STATUSES)[number];
 
 export const DEFAULT_WIREGUARD_PORT = 51820;
 export const DEFAULT_OPENVPN_PORT = 1194;
-
-/** Job names of the module. */
-export const VPN_ACTIVATE_JOB = 'vpn.activate';
-export const VPN_SAMPLE_USAGE_JOB = 'vpn.sample-usage';

@@ -50,6 +50,7 @@ const connections = router({
         },
       },
       successStatus: 201,
+      location: '/vpn/connections/{connection.id}',
     })
     .input(ZCreateConnectionInput)
     .output(ZConnectionOutput)

@@ -1,6 +1,5 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { Actor } from '../../access/actor.js';
-import { Organization } from '../../access/organization.entity.js';
 import { lockOwner } from '../../access/owned-resources.js';
 import { actsOnWholeOrganization, inOrganization, ownedBy, ownedListFilter } from '../../access/scope.js';
 import { User } from '../../access/user.entity.js';
@@ -8,9 +7,10 @@ import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
 import { AppError } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import { planLimit } from '../../lib/plans.js';
-import type { AppDeps, Context } from '../../trpc/context.js';
-import { VPN_ACTIVATE_JOB } from './vpn.constants.js';
+import type { ActorContext } from '../../kit/deps.js';
+import { assertWithinPlan } from '../../kit/plan-limit.js';
+import { vpnDisconnected } from './vpn.events.js';
+import { vpnActivateJob, type ActivateJobData } from './vpn.jobs.js';
 import { VpnConnection } from './vpn-connection.entity.js';
 import { VpnServer } from './vpn-server.entity.js';
 import { serverEndpoint, toConnectionDetailDto, toConnectionDto } from './vpn.dto.js';
@@ -25,13 +25,8 @@ import type {
 } from './vpn.schema.js';
 import { pickServerOrThrow } from './vpn-servers.service.js';
 import { findConnectionPage } from './vpn.queries.js';
-import { startSession, storeUsage } from './vpn.simulation.js';
+import { storeUsage } from './vpn.simulation.js';
 import { clientAddress, generateWireguardKeyPair, wgQuickConfig } from './wireguard.js';
-
-export interface ActivateJobData {
-  connection_id: string;
-  generation: number;
-}
 
 function notFound(): AppError {
   return new AppError('NOT_FOUND', 'VPN connection not found');
@@ -47,19 +42,19 @@ function scopedFilter(actor: Actor, id: string): FilterQuery<VpnConnection> {
  * Queues the activation of a connection inside the transaction that made it `connecting` (so the job exists
  * exactly when that commits), and wakes the worker when it is due instead of waiting for its next poll.
  */
-async function queueActivation(ctx: Context, tx: Em, data: ActivateJobData): Promise<() => void> {
+async function queueActivation(ctx: ActorContext, tx: Em, data: ActivateJobData): Promise<() => void> {
   const delayMs = ctx.deps.config.provisioningDelayMs;
-  await ctx.deps.jobs.send(VPN_ACTIVATE_JOB, data, { em: tx, delayMs });
+  await ctx.deps.jobs.send(vpnActivateJob, data, { em: tx, delayMs });
   return () => {
-    setTimeout(() => ctx.deps.jobs.notify(VPN_ACTIVATE_JOB), delayMs + 25).unref();
+    setTimeout(() => ctx.deps.jobs.notify(vpnActivateJob.name), delayMs + 25).unref();
   };
 }
 
 export async function listConnections(
-  ctx: Context,
+  ctx: ActorContext,
   input: TListConnectionsInput,
 ): Promise<TListConnectionsOutput> {
-  const actor = ctx.actor!;
+  const { actor } = ctx;
   // The caller's own by default; owners and admins may name a user, or `all` for the whole organization.
   const where: Record<string, unknown> =
     input.user_id === 'all' && actsOnWholeOrganization(actor)
@@ -80,25 +75,20 @@ export async function listConnections(
   };
 }
 
-export async function getConnection(ctx: Context, input: TConnectionIdInput): Promise<TConnectionOutput> {
-  const c = await ctx.em.findOne(VpnConnection, scopedFilter(ctx.actor!, input.id), { populate: ['server'] });
+export async function getConnection(
+  ctx: ActorContext,
+  input: TConnectionIdInput,
+): Promise<TConnectionOutput> {
+  const c = await ctx.em.findOne(VpnConnection, scopedFilter(ctx.actor, input.id), { populate: ['server'] });
   if (!c) throw notFound();
   return { success: true, connection: toConnectionDetailDto(c, c.server, ctx.deps.clock.now()) };
 }
 
-function planLimitExceeded(limit: number, current: number): AppError {
-  return new AppError(
-    'PLAN_LIMIT_EXCEEDED',
-    `Your plan allows ${limit} VPN connections; delete one or upgrade the plan`,
-    { details: [{ resource: 'vpn_connections', limit, current }] },
-  );
-}
-
 export async function createConnection(
-  ctx: Context,
+  ctx: ActorContext,
   input: TCreateConnectionInput,
 ): Promise<TConnectionOutput> {
-  const actor = ctx.actor!;
+  const { actor } = ctx;
   const server = await pickServerOrThrow(ctx.em, input.location, input.protocol);
   // The private half leaves this function only inside the create response; it is never stored.
   const keys = input.protocol === 'wireguard' ? generateWireguardKeyPair() : null;
@@ -107,15 +97,7 @@ export async function createConnection(
   const { connection, wake } = await ctx.em.transactional(async (tx) => {
     const now = ctx.deps.clock.now();
     await lockOwner(tx, actor.userId);
-    // Concurrent creates of one organization queue on its row, so each counts what the previous ones committed.
-    const org = await tx.findOneOrFail(Organization, actor.organizationId, {
-      lockMode: LockMode.PESSIMISTIC_WRITE,
-    });
-    const limit = planLimit(org.plan, 'vpn_connections');
-    if (Number.isFinite(limit)) {
-      const current = await tx.count(VpnConnection, { organization: org.id });
-      if (current >= limit) throw planLimitExceeded(limit, current);
-    }
+    await assertWithinPlan(tx, ctx.deps, actor.organizationId, 'vpn_connections');
     let address: string | null = null;
     if (keys) {
       // Claims the next tunnel address of the server; the condition re-checks availability under the row lock.
@@ -135,7 +117,7 @@ export async function createConnection(
       id,
       createdAt: now,
       updatedAt: now,
-      organization: org,
+      organization: actor.organizationId,
       user: tx.getReference(User, actor.userId),
       server: tx.getReference(VpnServer, server.id),
       name: input.name,
@@ -171,7 +153,6 @@ export async function createConnection(
           endpoint: serverEndpoint(server, 'wireguard'),
         })
       : null;
-  ctx.response.headers.Location = `${ctx.deps.config.publicBaseUrl}/v1/vpn/connections/${id}`;
   return {
     success: true,
     connection: toConnectionDetailDto(connection, server, ctx.deps.clock.now(), wgQuick),
@@ -179,10 +160,10 @@ export async function createConnection(
 }
 
 export async function updateConnection(
-  ctx: Context,
+  ctx: ActorContext,
   input: TUpdateConnectionInput,
 ): Promise<TConnectionOutput> {
-  const actor = ctx.actor!;
+  const { actor } = ctx;
   const filter = scopedFilter(actor, input.id);
   const { connection, server, wake } = await ctx.em.transactional(async (tx) => {
     const now = ctx.deps.clock.now();
@@ -209,7 +190,7 @@ export async function updateConnection(
       // A pending activation of the previous attempt must not revive it.
       c.connectGeneration += 1;
       if (wasActive) {
-        recordEvent(tx, 'vpn.disconnected', toConnectionDetailDto(c, srv, now), c.organization.id, now);
+        recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), c.organization.id, now);
       }
     } else if (input.status === 'active' && (c.status === 'inactive' || c.status === 'error')) {
       changed = true;
@@ -235,10 +216,10 @@ export async function updateConnection(
 }
 
 export async function deleteConnection(
-  ctx: Context,
+  ctx: ActorContext,
   input: TConnectionIdInput,
 ): Promise<TDeleteConnectionOutput> {
-  const filter = scopedFilter(ctx.actor!, input.id);
+  const filter = scopedFilter(ctx.actor, input.id);
   await ctx.em.transactional(async (tx) => {
     const now = ctx.deps.clock.now();
     const c = await tx.findOne(VpnConnection, filter, { lockMode: LockMode.PESSIMISTIC_WRITE });
@@ -248,56 +229,9 @@ export async function deleteConnection(
       storeUsage(c, now);
       c.status = 'inactive';
       c.connectedAt = null;
-      recordEvent(tx, 'vpn.disconnected', toConnectionDetailDto(c, srv, now), c.organization.id, now);
+      recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), c.organization.id, now);
     }
     tx.remove(c);
   });
   return { success: true, message: 'VPN connection deleted', id: input.id };
-}
-
-/**
- * The activation job: `connecting` → `active` (emitting `vpn.connected`), or `error` when the server went away.
- * Idempotent: it acts only on the connection attempt (generation) it was queued for.
- */
-export async function activateConnection(deps: AppDeps, data: ActivateJobData): Promise<void> {
-  const em = deps.db.orm.em.fork();
-  await em.transactional(async (tx) => {
-    const now = deps.clock.now();
-    const c = await tx.findOne(
-      VpnConnection,
-      { id: data.connection_id },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
-    if (!c || c.status !== 'connecting' || c.connectGeneration !== data.generation) return;
-    const server = await tx.findOneOrFail(VpnServer, c.server.id);
-    if (server.deletedAt || server.status !== 'online' || !server.protocols.includes(c.protocol)) {
-      c.status = 'error';
-      c.statusMessage = `The server in ${c.location} is not accepting connections`;
-      c.updatedAt = now;
-      return;
-    }
-    c.status = 'active';
-    c.statusMessage = null;
-    c.updatedAt = now;
-    startSession(c, now);
-    recordEvent(tx, 'vpn.connected', toConnectionDetailDto(c, server, now), c.organization.id, now);
-  });
-}
-
-/** Stores the simulated usage of every active connection (a periodic job), so stored totals stay recent. */
-export async function storeActiveUsage(deps: AppDeps): Promise<number> {
-  const em = deps.db.orm.em.fork();
-  const now = deps.clock.now();
-  const rows = await em.execute<{ id: string }[]>(
-    `update vpn_connections set
-        upload_bytes = greatest(upload_bytes,
-          session_upload_base + floor(upload_rate * extract(epoch from (?::timestamptz - connected_at)))),
-        download_bytes = greatest(download_bytes,
-          session_download_base + floor(download_rate * extract(epoch from (?::timestamptz - connected_at)))),
-        last_activity = greatest(last_activity, ?::timestamptz)
-      where status = 'active' and connected_at is not null and connected_at <= ?
-      returning id`,
-    [now, now, now, now],
-  );
-  return rows.length;
 }

@@ -1,6 +1,6 @@
 import type { Em } from '../../db/orm.js';
 import { createSafeHttpClient, type SafeHttpClient } from '../../lib/safe-http.js';
-import type { AppDeps } from '../../trpc/context.js';
+import type { AppDeps } from '../../kit/deps.js';
 import { nextRetryDelayMs } from './retry-schedule.js';
 import { deliveryHeaders } from './webhook-signing.js';
 

@@ -1,6 +1,7 @@
 import { WakeSignal } from '../../lib/wake-signal.js';
-import type { AppDeps } from '../../trpc/context.js';
+import type { AppDeps } from '../../kit/deps.js';
 import {
+  closeWebhookHttpClient,
   performAttempt,
   recordOutcomes,
   type AttemptTarget,
@@ -75,13 +76,17 @@ export class DeliveryWorker {
     this.loopDone = this.loop();
   }
 
-  /** Stops claiming, then waits for the attempts in flight (each bounded by the timeout) to be recorded. */
+  /**
+   * Stops claiming, then waits for the attempts in flight (each bounded by the timeout) to be recorded, and closes
+   * the process's outbound client.
+   */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
     this.nudge();
     await this.loopDone;
     await Promise.all([...this.inFlightDone]);
+    closeWebhookHttpClient(this.deps);
   }
 
   nudge(): void {

@@ -48,6 +48,7 @@ export const webhooksRouter = router({
           'headers `webhook-id`, `webhook-timestamp`, `webhook-signature`.',
       },
       successStatus: 201,
+      location: '/webhooks/{webhook.id}',
     })
     .input(ZCreateWebhookInput)
     .output(ZWebhookOutput)

@@ -4,33 +4,26 @@ import { inOrganization } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
 import { AppError, notFound } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import { findCursorPage } from '../../lib/pagination.js';
+import { findCursorPage } from '../../db/pagination.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
-import { iso } from '../../lib/time.js';
-import type { AppDeps, Context } from '../../trpc/context.js';
+import type { ActorContext, AppDeps } from '../../kit/deps.js';
 import { performAttempt } from './delivery-attempt.js';
 import { eventBody } from './delivery-fanout.js';
 import { WebhookDelivery } from './webhook-delivery.entity.js';
-import { maskSecret, newWebhookSecret } from './webhook-signing.js';
+import { newWebhookSecret } from './webhook-signing.js';
+import { toDeliveryDto, toWebhookDetailDto, toWebhookSummaryDto, type StatsRow } from './webhooks.dto.js';
 import { Webhook } from './webhook.entity.js';
 import type {
   TCreateWebhookInput,
-  TDelivery,
   TListDeliveriesInput,
   TTestWebhookInput,
   TUpdateWebhookInput,
-  TWebhookDetail,
-  TWebhookSummary,
 } from './webhooks.schema.js';
 
 /** Webhooks per organization at most: enough for any integration, bounded fan-out per event. */
 export const MAX_WEBHOOKS_PER_ORGANIZATION = 100;
 
 const DAY_MS = 86_400_000;
-
-function actorOf(ctx: Context) {
-  return ctx.actor!;
-}
 
 async function assertSafeUrl(deps: AppDeps, url: string): Promise<void> {
   const check = await checkTargetUrl(url, { allowPrivate: deps.config.webhook.allowPrivateTargets });
@@ -42,26 +35,14 @@ async function assertSafeUrl(deps: AppDeps, url: string): Promise<void> {
   }
 }
 
-export async function getWebhookOrThrow(ctx: Context, id: string): Promise<Webhook> {
+export async function getWebhookOrThrow(ctx: ActorContext, id: string): Promise<Webhook> {
   if (!isId('wh', id)) throw notFound('Webhook');
-  const hook = await ctx.em.findOne(Webhook, { id, ...inOrganization(actorOf(ctx)) });
+  const hook = await ctx.em.findOne(Webhook, { id, ...inOrganization(ctx.actor) });
   if (!hook) throw notFound('Webhook');
   return hook;
 }
 
 // ---------- statistics from the deliveries themselves ----------
-
-interface StatsRow {
-  webhook_id: string;
-  total: string | number;
-  successful: string | number;
-  failed: string | number;
-  last_30_days: string | number;
-  last_delivery: Date | string | null;
-  last_successful: Date | string | null;
-  last_failed: Date | string | null;
-  avg_ms: string | number | null;
-}
 
 async function deliveryStats(em: Em, webhookIds: string[], now: Date): Promise<Map<string, StatsRow>> {
   if (webhookIds.length === 0) return new Map();
@@ -83,76 +64,10 @@ async function deliveryStats(em: Em, webhookIds: string[], now: Date): Promise<M
   return new Map(rows.map((r) => [r.webhook_id, r]));
 }
 
-const dateOrNull = (v: Date | string | null | undefined) => (v ? new Date(v).toISOString() : null);
-
-function baseDto(h: Webhook, stats: StatsRow | undefined, secret: 'masked' | 'full') {
-  return {
-    id: h.id,
-    url: h.url,
-    events: [...h.events],
-    status: h.status,
-    active: h.status === 'active',
-    description: h.description ?? null,
-    secret: secret === 'full' ? h.secret : maskSecret(h.secret),
-    created_at: iso(h.createdAt)!,
-    updated_at: iso(h.updatedAt)!,
-    last_delivery: dateOrNull(stats?.last_delivery),
-  };
-}
-
-export function toWebhookSummaryDto(h: Webhook, stats: StatsRow | undefined): TWebhookSummary {
-  return {
-    ...baseDto(h, stats, 'masked'),
-    delivery_stats: {
-      successful: Number(stats?.successful ?? 0),
-      failed: Number(stats?.failed ?? 0),
-      last_30_days: Number(stats?.last_30_days ?? 0),
-    },
-  };
-}
-
-export function toWebhookDetailDto(
-  h: Webhook,
-  stats: StatsRow | undefined,
-  secret: 'masked' | 'full' = 'masked',
-): TWebhookDetail {
-  return {
-    ...baseDto(h, stats, secret),
-    delivery_stats: {
-      total_deliveries: Number(stats?.total ?? 0),
-      successful_deliveries: Number(stats?.successful ?? 0),
-      failed_deliveries: Number(stats?.failed ?? 0),
-      last_successful_delivery: dateOrNull(stats?.last_successful),
-      last_failed_delivery: dateOrNull(stats?.last_failed),
-      average_response_time_ms:
-        stats?.avg_ms === null || stats?.avg_ms === undefined ? null : Math.round(Number(stats.avg_ms)),
-    },
-  };
-}
-
-export function toDeliveryDto(d: WebhookDelivery): TDelivery {
-  return {
-    id: d.id,
-    webhook_id: d.webhook.id,
-    event_id: d.eventId,
-    event_type: d.eventType,
-    status: d.status,
-    attempts: d.attempts,
-    response_status: d.responseStatus ?? null,
-    response_time_ms: d.responseTimeMs ?? null,
-    delivered_at: iso(d.deliveredAt),
-    last_attempt_at: iso(d.lastAttemptAt),
-    next_attempt_at: d.status === 'pending' ? iso(d.nextAttemptAt) : null,
-    error: d.lastError ?? null,
-    created_at: iso(d.createdAt)!,
-    event_data: JSON.parse(d.payload) as Record<string, unknown>,
-  };
-}
-
 // ---------- use cases ----------
 
-export async function listWebhooks(ctx: Context) {
-  const hooks = await ctx.em.find(Webhook, inOrganization(actorOf(ctx)), {
+export async function listWebhooks(ctx: ActorContext) {
+  const hooks = await ctx.em.find(Webhook, inOrganization(ctx.actor), {
     orderBy: { createdAt: 'desc', id: 'desc' },
   });
   const stats = await deliveryStats(
@@ -167,8 +82,8 @@ export async function listWebhooks(ctx: Context) {
   };
 }
 
-export async function createWebhook(ctx: Context, input: TCreateWebhookInput) {
-  const actor = actorOf(ctx);
+export async function createWebhook(ctx: ActorContext, input: TCreateWebhookInput) {
+  const { actor } = ctx;
   await assertSafeUrl(ctx.deps, input.url);
   const count = await ctx.em.count(Webhook, inOrganization(actor));
   if (count >= MAX_WEBHOOKS_PER_ORGANIZATION) {
@@ -190,18 +105,17 @@ export async function createWebhook(ctx: Context, input: TCreateWebhookInput) {
     updatedAt: now,
   });
   await ctx.em.flush();
-  ctx.response.headers.Location = `${ctx.deps.config.publicBaseUrl}/v1/webhooks/${hook.id}`;
   // The only response that carries the whole secret.
   return { success: true as const, webhook: toWebhookDetailDto(hook, undefined, 'full') };
 }
 
-export async function getWebhook(ctx: Context, id: string) {
+export async function getWebhook(ctx: ActorContext, id: string) {
   const hook = await getWebhookOrThrow(ctx, id);
   const stats = await deliveryStats(ctx.em, [hook.id], ctx.deps.clock.now());
   return { success: true as const, webhook: toWebhookDetailDto(hook, stats.get(hook.id)) };
 }
 
-export async function updateWebhook(ctx: Context, input: TUpdateWebhookInput) {
+export async function updateWebhook(ctx: ActorContext, input: TUpdateWebhookInput) {
   const hook = await getWebhookOrThrow(ctx, input.id);
   if (input.url !== undefined && input.url !== hook.url) {
     await assertSafeUrl(ctx.deps, input.url);
@@ -215,14 +129,14 @@ export async function updateWebhook(ctx: Context, input: TUpdateWebhookInput) {
   return getWebhook(ctx, hook.id);
 }
 
-export async function deleteWebhook(ctx: Context, id: string) {
+export async function deleteWebhook(ctx: ActorContext, id: string) {
   const hook = await getWebhookOrThrow(ctx, id);
   // Its deliveries go with it (on delete cascade); an attempt in flight finds nothing to record.
   await ctx.em.nativeDelete(Webhook, { id: hook.id });
   return { success: true as const, message: 'Webhook deleted', id: hook.id, webhook_id: hook.id };
 }
 
-export async function listDeliveries(ctx: Context, input: TListDeliveriesInput) {
+export async function listDeliveries(ctx: ActorContext, input: TListDeliveriesInput) {
   const hook = await getWebhookOrThrow(ctx, input.id);
   const where: FilterQuery<WebhookDelivery> = {
     webhook: hook.id,
@@ -245,9 +159,9 @@ export async function listDeliveries(ctx: Context, input: TListDeliveriesInput) 
  * recorded with its outcome. A test is a probe: it is not retried (a failure is final), but a 410 still disables
  * the webhook. No transaction is open during the attempt.
  */
-export async function testWebhook(ctx: Context, input: TTestWebhookInput) {
+export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
   const hook = await getWebhookOrThrow(ctx, input.id);
-  const actor = actorOf(ctx);
+  const { actor } = ctx;
   const createdAt = ctx.deps.clock.now();
   const eventId = newId('evt');
   const deliveryId = newId('del');

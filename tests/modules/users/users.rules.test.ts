@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { registerOwnedResource } from '../../../server/access/owned-resources.js';
 import { ROLE_DEFAULT_PERMISSIONS, type Permission } from '../../../server/access/permissions.js';
 import { User } from '../../../server/access/user.entity.js';
 import { Event } from '../../../server/events/event.entity.js';
@@ -332,7 +331,10 @@ describe('users: role rules, escalation, suspension, deletion, invitations', () 
     }
 
     it('transfers resources to the caller, revokes tokens, frees the email; a second delete is 404', async () => {
-      unregister = registerOwnedResource({ table: 'test_owned_things', activity: 'databases_created' });
+      unregister = s.deps.registry.ownedResources.register({
+        table: 'test_owned_things',
+        activity: 'databases_created',
+      });
       const owner = await createOrg(s.deps);
       const admin = await createUser(s.deps, owner.organizationId, { role: 'admin' });
       const member = await createUser(s.deps, owner.organizationId);
@@ -404,7 +406,7 @@ describe('users: role rules, escalation, suspension, deletion, invitations', () 
     });
 
     it('rolls everything back when a transfer fails', async () => {
-      unregister = registerOwnedResource({
+      unregister = s.deps.registry.ownedResources.register({
         table: 'test_owned_things',
         afterTransfer: async () => {
           throw new Error('transfer failed');

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Event } from '../../../server/events/event.entity.js';
 import { VpnConnection } from '../../../server/modules/vpn/vpn-connection.entity.js';
 import { VpnServer } from '../../../server/modules/vpn/vpn-server.entity.js';
-import type { AppDeps } from '../../../server/trpc/context.js';
+import type { AppDeps } from '../../../server/kit/deps.js';
 import { isWireguardKey } from '../../../server/modules/vpn/wireguard.js';
 import { http, type HttpResult } from '../../support/http.js';
 

@@ -9,7 +9,7 @@ import {
   storeUsage,
   type UsageState,
 } from '../../../server/modules/vpn/vpn.simulation.js';
-import { storeActiveUsage } from '../../../server/modules/vpn/vpn.service.js';
+import { storeActiveUsage } from '../../../server/modules/vpn/vpn.jobs.js';
 import { createOrg } from '../../support/factories.js';
 import { sharedServer } from '../../support/server.js';
 import { FakeClock } from '../../support/fake-clock.js';

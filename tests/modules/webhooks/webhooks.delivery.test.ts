@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { looseEvent } from '../../support/events.js';
 import { recordEvent } from '../../../server/events/record-event.js';
 import { createOrg, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
@@ -46,7 +47,7 @@ describe('webhook deliveries', () => {
     object: Record<string, unknown>,
   ) {
     await s.deps.db.orm.em.fork().transactional(async (em) => {
-      recordEvent(em, type, object, owner.organizationId);
+      recordEvent(em, looseEvent(type), object, owner.organizationId, new Date());
     });
   }
 

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { Migration } from '@mikro-orm/migrations';
-import { newId } from '../../lib/ids.js';
+import { newId } from '../../../lib/ids.js';
 
 /** Key generation is inlined so this migration stays what it was when it first ran. */
 function wireguardKeyPair(): { privateKey: string; publicKey: string } {

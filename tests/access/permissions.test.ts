@@ -7,7 +7,7 @@ import {
   PERMISSIONS,
   ROLE_DEFAULT_PERMISSIONS,
   toPermissionObject,
-} from '../../../server/access/permissions.js';
+} from '../../server/access/permissions.js';
 
 describe('permission model (server/access/permissions.ts)', () => {
   it('has one table of role defaults (conventions §5)', () => {

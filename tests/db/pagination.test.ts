@@ -1,18 +1,13 @@
 import { expect } from 'chai';
 import { z } from 'zod';
-import { User } from '../../../server/access/user.entity.js';
-import {
-  findCursorPage,
-  findPage,
-  pageQueryShape,
-  ZCursorQuery,
-  ZPageQuery,
-} from '../../../server/lib/pagination.js';
-import { AppError } from '../../../server/lib/errors.js';
-import { createOrg, createUser } from '../../support/factories.js';
-import { sharedServer, type TestServer } from '../../support/server.js';
+import { User } from '../../server/access/user.entity.js';
+import { findCursorPage, findPage } from '../../server/db/pagination.js';
+import { pageQueryShape, ZCursorQuery, ZPageQuery } from '../../server/lib/pagination.js';
+import { AppError } from '../../server/lib/errors.js';
+import { createOrg, createUser } from '../support/factories.js';
+import { sharedServer, type TestServer } from '../support/server.js';
 
-describe('pagination helper (server/lib/pagination.ts)', () => {
+describe('pagination helpers (server/lib/pagination.ts, server/db/pagination.ts)', () => {
   it('defaults to page 1, limit 20 and coerces query strings', () => {
     expect(ZPageQuery.parse({})).to.deep.equal({ page: 1, limit: 20 });
     expect(ZPageQuery.parse({ page: '3', limit: '100' })).to.deep.equal({ page: 3, limit: 100 });

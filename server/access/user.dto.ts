@@ -4,10 +4,10 @@ import {
   OBJECT_FORM_LEVELS,
   OBJECT_FORM_RESOURCES,
   type PermissionObject,
-} from '../../access/permissions.js';
-import type { ActivityCounter } from '../../access/owned-resources.js';
-import { ROLES, USER_STATUSES, type User } from '../../access/user.entity.js';
-import { iso } from '../../lib/time.js';
+} from './permissions.js';
+import type { ActivityCounter } from './owned-resources.js';
+import { ROLES, USER_STATUSES, type User } from './user.entity.js';
+import { iso } from '../lib/time.js';
 
 /** Shown when the user has not chosen a time zone or language. */
 export const DEFAULT_TIMEZONE = 'UTC';

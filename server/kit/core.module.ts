@@ -1,0 +1,70 @@
+import { apiCallsSince } from '../access/api-usage.js';
+import { Organization } from '../access/organization.entity.js';
+import { LoginSession, LoginThrottle, RefreshToken } from '../access/session.entity.js';
+import { User } from '../access/user.entity.js';
+import { USER_EVENTS } from '../access/user.events.js';
+import { BaseSchema } from '../db/base.entity.js';
+import { Migration20261121000001_foundation } from '../db/migrations/Migration20261121000001_foundation.js';
+import { Migration20261121000005_api_usage } from '../db/migrations/Migration20261121000005_api_usage.js';
+import { Event } from '../events/event.entity.js';
+import { OutboxRelay } from '../events/outbox.js';
+import { pruneDispatchedEvents } from '../events/record-event.js';
+import type { AppDeps } from './deps.js';
+import { defineJob } from './jobs.js';
+import { defineModule } from './module.js';
+
+/** The name of the outbox relay worker (tests reach it with `workerOf`). */
+export const OUTBOX_RELAY = 'events.relay';
+
+export const pruneDispatchedEventsJob = defineJob(
+  'events.prune-dispatched',
+  async (deps) => {
+    const n = await pruneDispatchedEvents(deps.db.orm.em.fork(), deps.clock.now());
+    if (n > 0) deps.log.info({ pruned: n }, 'pruned relayed events');
+  },
+  { cron: '41 3 * * *' },
+);
+
+const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+
+/**
+ * What every module stands on: organizations, users and their login sessions, the event outbox and its relay, the
+ * API call counters. Listed last in server/modules.ts, so that its relay starts after the workers that consume
+ * what it relays (and stops before them).
+ */
+export const coreModule = defineModule({
+  name: 'core',
+  entities: [BaseSchema, Organization, User, LoginSession, RefreshToken, LoginThrottle, Event],
+  migrations: [
+    { name: 'Migration20261121000001_foundation', class: Migration20261121000001_foundation },
+    { name: 'Migration20261121000005_api_usage', class: Migration20261121000005_api_usage },
+  ],
+  jobs: [pruneDispatchedEventsJob],
+  workers: [
+    {
+      name: OUTBOX_RELAY,
+      async start(deps: AppDeps) {
+        const consumers = deps.registry.outboxConsumers;
+        const relay = new OutboxRelay(
+          deps,
+          consumers.map((c) => c.handle),
+        );
+        relay.onRelayed(() => {
+          for (const c of consumers) c.afterCommit?.(deps);
+        });
+        await relay.start();
+        return relay;
+      },
+    },
+  ],
+  events: USER_EVENTS,
+  notOwnedByUser: {
+    LoginSession: 'a login of the user: revoked when the user is deleted, never handed to someone else',
+  },
+  usage: [
+    {
+      feature: 'api_calls',
+      count: (em, organizationId, now) => apiCallsSince(em, { organizationId, since: monthStart(now) }),
+    },
+  ],
+});

@@ -1,0 +1,61 @@
+import type { Logger as PinoLogger } from 'pino';
+import type { Actor } from '../access/actor.js';
+import type { ApiUsage } from '../access/api-usage.js';
+import type { PasswordHasher } from '../access/passwords.js';
+import type { TokenService } from '../access/tokens.js';
+import type { Config } from '../config.js';
+import type { Database, Em } from '../db/orm.js';
+import type { JobQueue } from '../jobs/queue.js';
+import type { MailDriver } from '../mail/mail-driver.js';
+import type { Clock } from '../lib/time.js';
+import type { ModuleRegistry } from './registry.js';
+
+/** The process logger (pino, shared with Fastify). */
+export type Logger = PinoLogger;
+
+/** What every request, job or test shares: built once at start (server/services.ts), passed down explicitly. */
+export interface AppDeps {
+  config: Config;
+  db: Database;
+  tokens: TokenService;
+  jobs: JobQueue;
+  clock: Clock;
+  log: Logger;
+  /** API call counters, monthly quota and burst limit (README, "Rate limits and quotas"). */
+  apiUsage: ApiUsage;
+  /** Outgoing mail (invitations). The default driver writes messages to the log. */
+  mail: MailDriver;
+  /** bcrypt at `BCRYPT_COST`, on worker threads. */
+  passwords: PasswordHasher;
+  /** What the modules declared in their manifests: owned resources, plan-feature counters, events. */
+  registry: ModuleRegistry;
+}
+
+/**
+ * What a service function receives: the unit of work and the dependencies, nothing of the transport. Jobs, the CLI
+ * and tests build one with `serviceContext(deps)`; a request's context satisfies it as it is.
+ */
+export interface ServiceContext {
+  em: Em;
+  deps: AppDeps;
+}
+
+/** Who sent the request, for the use cases that record it (login sessions, throttling). */
+export interface RequestInfo {
+  requestId: string;
+  ip: string;
+  userAgent: string | undefined;
+}
+
+/** A service call made on behalf of a request from outside (public endpoints: login, register, accept). */
+export interface RequestContext extends ServiceContext, RequestInfo {}
+
+/** A service call made by a signed-in caller: `actor` is never null here. */
+export interface ActorContext extends RequestContext {
+  actor: Actor;
+}
+
+/** A context for work that no request started (jobs, the CLI, start-up): its own unit of work. */
+export function serviceContext(deps: AppDeps, em: Em = deps.db.orm.em.fork()): ServiceContext {
+  return { em, deps };
+}

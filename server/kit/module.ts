@@ -1,0 +1,64 @@
+import type { AnyTRPCRouter } from '@trpc/server';
+import type { EntityName, MigrationObject } from '@mikro-orm/core';
+import type { OwnedResource } from '../access/owned-resources.js';
+import type { AnyEventDefinition } from '../events/define-event.js';
+import type { OutboxHandler } from '../events/outbox.js';
+import type { AppDeps } from './deps.js';
+import type { AnyModuleJob } from './jobs.js';
+import type { UsageCounter } from './usage.js';
+
+/** A migration as the migrator lists it; `name` orders them across modules (`Migration<yyyymmddNNNNNN>_<what>`). */
+export type MigrationEntry = MigrationObject;
+
+/** A long-running loop of a module (claims its own rows rather than queue jobs). Started after the job queue. */
+export interface ModuleWorker {
+  name: string;
+  start(deps: AppDeps): Promise<RunningWorker>;
+}
+
+export interface RunningWorker {
+  /** Finishes the current step and stops. */
+  stop(): Promise<void>;
+}
+
+/** Consumes committed events (server/events/outbox.ts), in the relay's transaction. */
+export interface OutboxConsumer {
+  name: string;
+  handle: OutboxHandler;
+  /** After a batch the relay committed (e.g. wake the worker that delivers what `handle` wrote). */
+  afterCommit?(deps: AppDeps): void;
+}
+
+/**
+ * Everything a module brings, in one place (docs/adding-a-module.md). The process derives its lists from the
+ * modules' manifests (server/modules.ts): the ORM's entities and migrations, the queue's jobs, the workers it starts
+ * and stops, the events a webhook may subscribe to and their payload schemas, the resources a user owns, and the
+ * counters of the plan features.
+ */
+export interface ModuleManifest {
+  /** The module's name; for a module with a router, its key in server/router.ts. */
+  name: string;
+  /** The tRPC router of the module, if it serves procedures (checked against server/router.ts by a test). */
+  router?: AnyTRPCRouter;
+  /** MikroORM entities (defineEntity classes). */
+  entities?: readonly EntityName[];
+  migrations?: readonly MigrationEntry[];
+  jobs?: readonly AnyModuleJob[];
+  workers?: readonly ModuleWorker[];
+  /** The events the module emits (their names are in server/events/event-types.ts). */
+  events?: readonly AnyEventDefinition[];
+  outboxConsumers?: readonly OutboxConsumer[];
+  /** Tables of rows that belong to a user: moved when the user is deleted, counted in their activity. */
+  ownedResources?: readonly OwnedResource[];
+  /**
+   * Entities with a reference to a user that are not owned resources, each with the reason (a test requires every
+   * entity referencing a user to be one or the other).
+   */
+  notOwnedByUser?: Readonly<Record<string, string>>;
+  /** The plan features this module counts (for plan limits and billing). */
+  usage?: readonly UsageCounter[];
+}
+
+export function defineModule<const M extends ModuleManifest>(manifest: M): M {
+  return manifest;
+}

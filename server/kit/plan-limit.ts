@@ -1,0 +1,39 @@
+import { LockMode } from '@mikro-orm/core';
+import { Organization } from '../access/organization.entity.js';
+import type { Em } from '../db/orm.js';
+import { AppError } from '../lib/errors.js';
+import { planLimit, type CountedPlanFeature } from '../lib/plans.js';
+import type { AppDeps } from './deps.js';
+
+const LABELS: Record<CountedPlanFeature, string> = {
+  vpn_connections: 'VPN connections',
+  databases: 'databases',
+  hosting_sites: 'hosting sites',
+};
+
+/**
+ * The plan-limit check of every create that a plan counts (README, "Plans and limits"): 402 `PLAN_LIMIT_EXCEEDED`
+ * with `details: [{resource, limit, current}]` when the organization already uses its plan's limit.
+ *
+ * Call it first inside the transaction that creates the resource. It locks the organization's row, so concurrent
+ * creates of one organization queue on it and each counts what the previous ones committed: a limit is never
+ * overshot. The plan is read under the same lock, so a plan change that commits first is the one checked.
+ */
+export async function assertWithinPlan(
+  tx: Em,
+  deps: AppDeps,
+  organizationId: string,
+  feature: CountedPlanFeature,
+): Promise<void> {
+  const org = await tx.findOneOrFail(Organization, organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  const limit = planLimit(org.plan, feature);
+  if (!Number.isFinite(limit)) return;
+  const current = await deps.registry.usage.current(tx, organizationId, feature, deps.clock.now());
+  if (current >= limit) {
+    throw new AppError(
+      'PLAN_LIMIT_EXCEEDED',
+      `Your plan allows ${limit} ${LABELS[feature]}; delete one or upgrade the plan`,
+      { details: [{ resource: feature, limit, current }] },
+    );
+  }
+}

@@ -1,0 +1,19 @@
+import { coreModule } from './kit/core.module.js';
+import type { ModuleManifest } from './kit/module.js';
+import { authModule } from './modules/auth/auth.module.js';
+import { usersModule } from './modules/users/users.module.js';
+import { vpnModule } from './modules/vpn/vpn.module.js';
+import { webhooksModule } from './modules/webhooks/webhooks.module.js';
+
+/**
+ * Every module of the API (docs/adding-a-module.md). The ORM's entities and migrations, the job queue's jobs, the
+ * workers, the event catalogue, the owned resources and the plan-feature counters all derive from this list. The
+ * core comes last: its outbox relay starts after the workers that consume what it relays.
+ */
+export const modules: readonly ModuleManifest[] = [
+  authModule,
+  usersModule,
+  vpnModule,
+  webhooksModule,
+  coreModule,
+];

@@ -1,0 +1,24 @@
+import { defineModule } from '../../kit/module.js';
+import { Migration20261121000030_vpn } from './migrations/Migration20261121000030_vpn.js';
+import { VpnConnection } from './vpn-connection.entity.js';
+import { VpnServer } from './vpn-server.entity.js';
+import { vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
+import { vpnActivateJob, vpnSampleUsageJob } from './vpn.jobs.js';
+import { vpnRouter } from './vpn.router.js';
+
+export const vpnModule = defineModule({
+  name: 'vpn',
+  router: vpnRouter,
+  entities: [VpnServer, VpnConnection],
+  migrations: [{ name: 'Migration20261121000030_vpn', class: Migration20261121000030_vpn }],
+  jobs: [vpnActivateJob, vpnSampleUsageJob],
+  events: [vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted],
+  // Deleting a user moves their connections to the user who deleted them; `activity.vpn_connections` counts them.
+  ownedResources: [{ table: 'vpn_connections', activity: 'vpn_connections' }],
+  usage: [
+    {
+      feature: 'vpn_connections',
+      count: (em, organizationId) => em.count(VpnConnection, { organization: organizationId }),
+    },
+  ],
+});

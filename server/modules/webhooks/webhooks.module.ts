@@ -1,0 +1,38 @@
+import type { AppDeps } from '../../kit/deps.js';
+import { defineModule } from '../../kit/module.js';
+import { workerOf } from '../../kit/runtime.js';
+import { fanOutToWebhooks } from './delivery-fanout.js';
+import { DeliveryWorker } from './delivery-worker.js';
+import { Migration20261121000020_webhooks } from './migrations/Migration20261121000020_webhooks.js';
+import { WebhookDelivery } from './webhook-delivery.entity.js';
+import { Webhook } from './webhook.entity.js';
+import { webhooksRouter } from './webhooks.router.js';
+
+/** The name of the delivery worker (tests reach it with `workerOf`). */
+export const DELIVERY_WORKER = 'webhooks.deliveries';
+
+export const webhooksModule = defineModule({
+  name: 'webhooks',
+  router: webhooksRouter,
+  entities: [Webhook, WebhookDelivery],
+  migrations: [{ name: 'Migration20261121000020_webhooks', class: Migration20261121000020_webhooks }],
+  workers: [
+    {
+      name: DELIVERY_WORKER,
+      async start(deps: AppDeps) {
+        const worker = new DeliveryWorker(deps);
+        worker.start();
+        return worker;
+      },
+    },
+  ],
+  // Every committed event becomes one delivery per subscribed webhook, written in the relay's transaction; the
+  // delivery worker is woken right after.
+  outboxConsumers: [
+    {
+      name: 'webhooks.fan-out',
+      handle: fanOutToWebhooks,
+      afterCommit: (deps) => workerOf<DeliveryWorker>(deps, DELIVERY_WORKER)?.nudge(),
+    },
+  ],
+});

@@ -1,0 +1,90 @@
+import { expect } from 'chai';
+import { EVENT_TYPES } from '../../server/events/event-types.js';
+import { buildRegistry } from '../../server/kit/registry.js';
+import { modules } from '../../server/modules.js';
+import { appRouter } from '../../server/router.js';
+import { sharedServer } from '../support/server.js';
+
+/** Event names of the catalogue whose module is not built yet: this list only shrinks. */
+const NOT_YET_EMITTED = new Set(
+  EVENT_TYPES.filter((t) => t.startsWith('database.') || t.startsWith('billing.')),
+);
+
+describe('module manifests (docs/adding-a-module.md)', () => {
+  const registry = buildRegistry(modules);
+
+  it('every module with a router is routed under its name in server/router.ts, and nothing else is', () => {
+    const routed = appRouter._def.record as Record<string, unknown>;
+    const withRouter = modules.filter((m) => m.router);
+    for (const m of withRouter)
+      expect(routed[m.name], `module ${m.name}`).to.deep.equal(m.router!._def.record);
+    expect(Object.keys(routed).sort()).to.deep.equal(withRouter.map((m) => m.name).sort());
+  });
+
+  it('every event of the catalogue is declared by exactly one module (with its payload schema)', () => {
+    const declared = modules.flatMap((m) => (m.events ?? []).map((e) => e.type));
+    expect(new Set(declared).size, 'an event declared twice').to.equal(declared.length);
+    const missing = EVENT_TYPES.filter((t) => !declared.includes(t) && !NOT_YET_EMITTED.has(t));
+    expect(missing, 'events of the catalogue that no module declares').to.deep.equal([]);
+    for (const t of declared) expect(NOT_YET_EMITTED.has(t), `${t} is declared now`).to.equal(false);
+  });
+
+  it("every job and worker is named after its module (`<module>.<what>`; the core's are events.*)", () => {
+    for (const m of modules) {
+      const prefixes = m.name === 'core' ? ['events.', 'core.'] : [`${m.name}.`];
+      for (const item of [...(m.jobs ?? []), ...(m.workers ?? [])]) {
+        expect(
+          prefixes.some((p) => item.name.startsWith(p)),
+          `${item.name} of module ${m.name}`,
+        ).to.equal(true);
+      }
+    }
+  });
+
+  it('names are unique across modules: a second declaration stops the start', () => {
+    const [first] = registry.jobs;
+    expect(() => buildRegistry([...modules, { name: 'copy', jobs: [first!] }])).to.throw(/declared twice/);
+    expect(() => buildRegistry([...modules, { name: 'vpn' }])).to.throw(/module vpn is declared twice/);
+  });
+
+  it('every entity that references a user is an owned resource or says why not', async () => {
+    const s = await sharedServer();
+    const owned = new Set(s.deps.registry.ownedResources.list().map((r) => r.table));
+    const exempt = new Set(modules.flatMap((m) => Object.keys(m.notOwnedByUser ?? {})));
+    const unaccounted: string[] = [];
+    for (const meta of s.deps.db.orm.getMetadata().getAll().values()) {
+      if (meta.abstract || meta.className === 'User') continue;
+      const refersToUser = Object.values(meta.properties).some(
+        (p) => (p.kind === 'm:1' || p.kind === '1:1') && p.type === 'User',
+      );
+      if (refersToUser && !owned.has(meta.tableName) && !exempt.has(meta.className)) {
+        unaccounted.push(`${meta.className} (${meta.tableName})`);
+      }
+    }
+    expect(unaccounted, 'declare them in `ownedResources` or `notOwnedByUser` of their module').to.deep.equal(
+      [],
+    );
+    for (const name of exempt) {
+      expect(
+        [...s.deps.db.orm.getMetadata().getAll().values()].some((m) => m.className === name),
+        `notOwnedByUser names ${name}, which is no entity`,
+      ).to.equal(true);
+    }
+  });
+
+  it('every owned resource table exists and has the owner and organization columns it names', async () => {
+    const s = await sharedServer();
+    const em = s.deps.db.orm.em.fork();
+    for (const r of s.deps.registry.ownedResources.list()) {
+      const cols = await em.execute<{ column_name: string }[]>(
+        `select column_name from information_schema.columns where table_schema = 'public' and table_name = ?`,
+        [r.table],
+      );
+      const names = cols.map((c) => c.column_name);
+      expect(names, r.table).to.include.members([
+        r.ownerColumn ?? 'user_id',
+        r.organizationColumn ?? 'organization_id',
+      ]);
+    }
+  });
+});
