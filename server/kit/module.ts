@@ -5,7 +5,7 @@ import type { AnyEventDefinition } from '../events/define-event.js';
 import type { OutboxHandler } from '../events/outbox.js';
 import type { AppDeps } from './deps.js';
 import type { AnyModuleJob } from './jobs.js';
-import type { UsageCounter } from './usage.js';
+import type { UsageCounter, UsageReporter } from './usage.js';
 
 /** A migration as the migrator lists it; `name` orders them across modules (`Migration<yyyymmddNNNNNN>_<what>`). */
 export type MigrationEntry = MigrationObject;
@@ -57,6 +57,8 @@ export interface ModuleManifest {
   notOwnedByUser?: Readonly<Record<string, string>>;
   /** The plan features this module counts (for plan limits and billing). */
   usage?: readonly UsageCounter[];
+  /** What the module contributes to the usage report and to invoices (server/kit/usage.ts). */
+  usageReport?: UsageReporter;
 }
 
 export function defineModule<const M extends ModuleManifest>(manifest: M): M {

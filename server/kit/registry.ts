@@ -3,7 +3,7 @@ import { OwnedResources } from '../access/owned-resources.js';
 import type { AnyEventDefinition } from '../events/define-event.js';
 import type { AnyModuleJob } from './jobs.js';
 import type { MigrationEntry, ModuleManifest, ModuleWorker, OutboxConsumer } from './module.js';
-import { UsageRegistry } from './usage.js';
+import { UsageRegistry, type UsageReporter } from './usage.js';
 
 /** The process's view of its modules: every list a manifest contributes to, merged. */
 export interface ModuleRegistry {
@@ -16,6 +16,7 @@ export interface ModuleRegistry {
   outboxConsumers: readonly OutboxConsumer[];
   ownedResources: OwnedResources;
   usage: UsageRegistry;
+  usageReporters: readonly UsageReporter[];
 }
 
 function unique<T>(items: T[], key: (t: T) => string, what: string): T[] {
@@ -47,5 +48,17 @@ export function buildRegistry(modules: readonly ModuleManifest[]): ModuleRegistr
     outboxConsumers: unique(all('outboxConsumers') as OutboxConsumer[], (c) => c.name, 'outbox consumer'),
     ownedResources: new OwnedResources(modules.flatMap((m) => m.ownedResources ?? [])),
     usage: new UsageRegistry(modules.flatMap((m) => m.usage ?? [])),
+    usageReporters: reporters(modules),
   };
+}
+
+/** The modules' usage reporters; a measure reported by two modules is an error at start. */
+function reporters(modules: readonly ModuleManifest[]): UsageReporter[] {
+  const out = modules.flatMap((m) => (m.usageReport ? [m.usageReport] : []));
+  unique(
+    out.flatMap((r) => [...r.metrics]),
+    (m) => m,
+    'usage metric',
+  );
+  return out;
 }

@@ -34,3 +34,54 @@ export class UsageRegistry {
     return counter ? counter.count(em, organizationId, now) : 0;
   }
 }
+
+/** A billing period, or any window usage is reported for: `[start, end)`. */
+export interface UsagePeriod {
+  start: Date;
+  end: Date;
+}
+
+/** The measures of the usage report (`GET /billing/usage`), `<group>.<measure>` as the report nests them. */
+export const USAGE_METRICS = [
+  'vpn.connections',
+  'vpn.data_transfer_gb',
+  'vpn.server_hours',
+  'database.instances',
+  'database.storage_gb',
+  'database.compute_hours',
+  'hosting.sites',
+  'hosting.bandwidth_gb',
+  'hosting.build_minutes',
+  'api.requests',
+  'api.rate_limit_hits',
+  'api.webhook_deliveries',
+] as const;
+export type UsageMetric = (typeof USAGE_METRICS)[number];
+
+/** A resource billed by the time it existed (a database's size price, prorated to the period). */
+export interface AddOnUsage {
+  resourceId: string;
+  /** Shown on the invoice line, e.g. `Database orders (medium)`. */
+  description: string;
+  /** The resource's price for a whole month, in cents. */
+  monthlyPriceCents: number;
+  /** Seconds the resource existed within the period. */
+  seconds: number;
+}
+
+/**
+ * What a module contributes to an organization's usage report and invoices, from its own records. Declared in the
+ * manifest (`usageReport`); billing reads every module's through the registry.
+ */
+export interface UsageReporter {
+  /** The measures this module reports (each measure is reported by one module). */
+  metrics: readonly UsageMetric[];
+  report(
+    em: Em,
+    organizationId: string,
+    period: UsagePeriod,
+    now: Date,
+  ): Promise<Partial<Record<UsageMetric, number>>>;
+  /** Resources billed by the time they existed in the period. */
+  addOns?(em: Em, organizationId: string, period: UsagePeriod, now: Date): Promise<AddOnUsage[]>;
+}
