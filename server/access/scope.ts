@@ -1,6 +1,6 @@
 import type { EntityName, FindOneOptions } from '@mikro-orm/core';
 import type { Em } from '../db/orm.js';
-import { AppError } from '../lib/errors.js';
+import { notFound } from '../lib/errors.js';
 import { isId, type IdPrefix } from '../lib/ids.js';
 import type { Actor } from './actor.js';
 
@@ -58,9 +58,8 @@ export async function findScopedOrThrow<T extends object, P extends string = nev
   opts: { prefix: IdPrefix; what?: string } & FindOneOptions<T, P>,
 ): Promise<T> {
   const { prefix, what, ...findOptions } = opts;
-  const notFound = () => new AppError('NOT_FOUND', `${what ?? 'Resource'} not found`);
-  if (!isId(prefix, id)) throw notFound();
+  if (!isId(prefix, id)) throw notFound(what);
   const row = await em.findOne(entity, { ...scope, id } as never, findOptions as never);
-  if (!row) throw notFound();
+  if (!row) throw notFound(what);
   return row as T;
 }

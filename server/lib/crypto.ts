@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 export function sha256Hex(input: string): string {
   return createHash('sha256').update(input).digest('hex');
@@ -7,10 +7,4 @@ export function sha256Hex(input: string): string {
 /** A URL-safe random token with the given prefix and at least `bits` of entropy. */
 export function randomToken(prefix: string, bits = 256): string {
   return `${prefix}${randomBytes(Math.ceil(bits / 8)).toString('base64url')}`;
-}
-
-export function safeEqual(a: string, b: string): boolean {
-  const ab = Buffer.from(a);
-  const bb = Buffer.from(b);
-  return ab.length === bb.length && timingSafeEqual(ab, bb);
 }

@@ -8,7 +8,7 @@ import { Event } from '../../server/events/event.entity.js';
 import { looseEvent } from '../support/events.js';
 import { recordEvent, recordEventForAllOrganizations } from '../../server/events/record-event.js';
 import { workerOf } from '../../server/kit/runtime.js';
-import { DELIVERY_WORKER } from '../../server/modules/webhooks/webhooks.module.js';
+import { DELIVERY_WORKER } from '../../server/modules/webhooks/webhooks.constants.js';
 import type { DeliveryWorker } from '../../server/modules/webhooks/delivery-worker.js';
 import { startServices, stopServices } from '../../server/services.js';
 import { testConfig, usingPostgres } from '../support/env.js';

@@ -5,7 +5,7 @@ import { createUserEntity, User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
-import { AppError } from '../../lib/errors.js';
+import { AppError, conflict, forbidden } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { DEFAULT_PLAN } from '../../lib/plans.js';
 import { toUserDetailDto, toUserSummaryDto } from '../../access/user.dto.js';
@@ -195,7 +195,7 @@ export async function createOrganizationWithOwner(
   const now = deps.clock.now();
   return em.transactional(async (tx) => {
     const existing = await tx.count(User, { email, deletedAt: null });
-    if (existing > 0) throw new AppError('CONFLICT', 'A user with this email already exists');
+    if (existing > 0) throw conflict('A user with this email already exists');
     const org = tx.create(Organization, {
       id: newId('org'),
       name: input.organizationName,
@@ -223,7 +223,7 @@ export async function createOrganizationWithOwner(
 }
 
 export async function register(ctx: RequestContext, input: TRegisterInput): Promise<TLoginOutput> {
-  if (!ctx.deps.config.signupEnabled) throw new AppError('FORBIDDEN', 'Sign-up is disabled on this server');
+  if (!ctx.deps.config.signupEnabled) throw forbidden('Sign-up is disabled on this server');
   const user = await createOrganizationWithOwner(ctx.deps, ctx.em, {
     email: input.email,
     password: input.password,

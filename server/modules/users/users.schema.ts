@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { OBJECT_FORM_LEVELS, OBJECT_FORM_RESOURCES, PERMISSIONS } from '../../access/permissions.js';
 import { ROLES, USER_STATUSES } from '../../access/user.entity.js';
 import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
-import { ZEmail, ZNewPassword } from '../../lib/schema.js';
+import { ZEmail, ZNewPassword, zPathId } from '../../lib/schema.js';
 import { ZPermissionObject, ZUserDetail, ZUserSummary } from '../../access/user.dto.js';
 
-const ZUserId = z.string().describe('User id, `usr_…`');
+const ZUserId = zPathId('usr', 'User');
 
 export const ZPermissionString = z
   .enum(PERMISSIONS)

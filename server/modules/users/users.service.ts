@@ -15,7 +15,7 @@ import { createUserEntity, User, type Role } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
-import { AppError, forbidden, notFound } from '../../lib/errors.js';
+import { AppError, conflict, forbidden, notFound } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { findPage } from '../../db/pagination.js';
 import { userCreated, userDeleted, userUpdated } from '../../access/user.events.js';
@@ -144,7 +144,7 @@ export async function createUser(ctx: ActorContext, input: TCreateUserInput) {
 
   const { user, token, detail } = await ctx.em.transactional(async (em) => {
     if ((await em.count(User, { email: input.email, deletedAt: null })) > 0) {
-      throw new AppError('CONFLICT', 'A user with this email already exists');
+      throw conflict('A user with this email already exists');
     }
     const u = createUserEntity(em, {
       id: newId('usr'),
@@ -246,7 +246,7 @@ export async function updateUser(ctx: ActorContext, input: TUpdateUserInput) {
     }
     if (input.status !== undefined && input.status !== target.status) {
       if (target.status === 'invited') {
-        throw new AppError('CONFLICT', 'The user has not accepted the invitation yet');
+        throw conflict('The user has not accepted the invitation yet');
       }
       target.status = input.status;
       if (input.status === 'suspended') await revokeSessions(em, target.id, now);

@@ -2,7 +2,7 @@ import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import type { Em } from '../../db/orm.js';
 import { recordEvent, recordEventForAllOrganizations } from '../../events/record-event.js';
-import { AppError } from '../../lib/errors.js';
+import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import type { ServiceContext } from '../../kit/deps.js';
 import {
@@ -64,7 +64,7 @@ export async function pickServerOrThrow(
   const message =
     `No online server in ${location} supports ${protocol}` +
     (locations.length ? `; ${protocol} is available in: ${locations.join(', ')}` : '');
-  throw new AppError('VALIDATION_ERROR', message, { details: [{ path: 'location', message }] });
+  throw validation('location', message);
 }
 
 const hostname =
@@ -103,7 +103,7 @@ export async function addServer(em: Em, raw: TAddServerInput, now: Date): Promis
   const keys = generateWireguardKeyPair();
   return em.transactional(async (tx) => {
     const clash = await tx.count(VpnServer, { host: input.host, port: input.port, deletedAt: null });
-    if (clash > 0) throw new AppError('CONFLICT', `A server at ${input.host}:${input.port} already exists`);
+    if (clash > 0) throw conflict(`A server at ${input.host}:${input.port} already exists`);
     const server = tx.create(VpnServer, {
       id: newId('srv'),
       createdAt: now,
@@ -140,14 +140,14 @@ export async function removeServer(
   id: string,
   now: Date,
 ): Promise<{ server: TServer; connectionsAffected: number }> {
-  if (!isId('srv', id)) throw new AppError('NOT_FOUND', `Server ${id} not found`);
+  if (!isId('srv', id)) throw notFound(`Server ${id}`);
   return em.transactional(async (tx) => {
     const server = await tx.findOne(
       VpnServer,
       { id, deletedAt: null },
       { lockMode: LockMode.PESSIMISTIC_WRITE },
     );
-    if (!server) throw new AppError('NOT_FOUND', `Server ${id} not found`);
+    if (!server) throw notFound(`Server ${id}`);
     server.deletedAt = now;
     const connections = await tx.find(
       VpnConnection,

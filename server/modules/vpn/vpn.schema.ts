@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
+import { zPathId } from '../../lib/schema.js';
 import { CONNECTION_STATUSES, SERVER_STATUSES, VPN_LOCATIONS, VPN_PROTOCOLS } from './vpn.constants.js';
 
-const ZId = z.string();
+const ZConnectionId = zPathId('vpn', 'Connection');
 
 // ---------- inputs ----------
 
@@ -26,7 +27,7 @@ export const ZListConnectionsInput = z
 export type TListConnectionsInput = z.infer<typeof ZListConnectionsInput>;
 
 export const ZConnectionIdInput = z.object({
-  id: ZId.describe('Connection id, `vpn_…`'),
+  id: ZConnectionId,
 });
 export type TConnectionIdInput = z.infer<typeof ZConnectionIdInput>;
 
@@ -46,7 +47,7 @@ export const ZCreateConnectionInput = z.strictObject({
 export type TCreateConnectionInput = z.infer<typeof ZCreateConnectionInput>;
 
 export const ZUpdateConnectionInput = z.strictObject({
-  id: ZId.describe('Connection id, `vpn_…`'),
+  id: ZConnectionId,
   name: ZName.optional(),
   auto_connect: z.boolean().optional(),
   status: z

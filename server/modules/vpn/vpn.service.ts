@@ -5,7 +5,7 @@ import { actsOnWholeOrganization, inOrganization, ownedBy, ownedListFilter } fro
 import { User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
-import { AppError } from '../../lib/errors.js';
+import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { assertWithinPlan } from '../../kit/plan-limit.js';
@@ -28,13 +28,11 @@ import { findConnectionPage } from './vpn.queries.js';
 import { storeUsage } from './vpn.simulation.js';
 import { clientAddress, generateWireguardKeyPair, wgQuickConfig } from './wireguard.js';
 
-function notFound(): AppError {
-  return new AppError('NOT_FOUND', 'VPN connection not found');
-}
+const connectionNotFound = () => notFound('VPN connection');
 
 /** The caller's view of one connection: another tenant's or (for members) another user's is not found. */
 function scopedFilter(actor: Actor, id: string): FilterQuery<VpnConnection> {
-  if (!isId('vpn', id)) throw notFound();
+  if (!isId('vpn', id)) throw connectionNotFound();
   return { id, ...ownedBy(actor) } as FilterQuery<VpnConnection>;
 }
 
@@ -80,7 +78,7 @@ export async function getConnection(
   input: TConnectionIdInput,
 ): Promise<TConnectionOutput> {
   const c = await ctx.em.findOne(VpnConnection, scopedFilter(ctx.actor, input.id), { populate: ['server'] });
-  if (!c) throw notFound();
+  if (!c) throw connectionNotFound();
   return { success: true, connection: toConnectionDetailDto(c, c.server, ctx.deps.clock.now()) };
 }
 
@@ -109,7 +107,7 @@ export async function createConnection(
       );
       if (claimed.length === 0) {
         const message = `The server in ${input.location} stopped accepting connections; try again`;
-        throw new AppError('VALIDATION_ERROR', message, { details: [{ path: 'location', message }] });
+        throw validation('location', message);
       }
       address = clientAddress(Number(claimed[0]!.last_peer_index));
     }
@@ -168,7 +166,7 @@ export async function updateConnection(
   const { connection, server, wake } = await ctx.em.transactional(async (tx) => {
     const now = ctx.deps.clock.now();
     const c = await tx.findOne(VpnConnection, filter, { lockMode: LockMode.PESSIMISTIC_WRITE });
-    if (!c) throw notFound();
+    if (!c) throw connectionNotFound();
     const srv = await tx.findOneOrFail(VpnServer, c.server.id);
     let wake: (() => void) | undefined;
     let changed = false;
@@ -195,8 +193,7 @@ export async function updateConnection(
     } else if (input.status === 'active' && (c.status === 'inactive' || c.status === 'error')) {
       changed = true;
       if (srv.deletedAt || srv.status !== 'online' || !srv.protocols.includes(c.protocol)) {
-        throw new AppError(
-          'CONFLICT',
+        throw conflict(
           'The server of this connection no longer accepts connections; create a new connection instead',
         );
       }
@@ -223,7 +220,7 @@ export async function deleteConnection(
   await ctx.em.transactional(async (tx) => {
     const now = ctx.deps.clock.now();
     const c = await tx.findOne(VpnConnection, filter, { lockMode: LockMode.PESSIMISTIC_WRITE });
-    if (!c) throw notFound();
+    if (!c) throw connectionNotFound();
     if (c.status === 'active') {
       const srv = await tx.findOneOrFail(VpnServer, c.server.id);
       storeUsage(c, now);

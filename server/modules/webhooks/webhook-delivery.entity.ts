@@ -1,9 +1,7 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { BaseSchema } from '../../db/base.entity.js';
+import { DELIVERY_STATUSES } from './webhooks.constants.js';
 import { Webhook } from './webhook.entity.js';
-
-export const DELIVERY_STATUSES = ['pending', 'success', 'failed'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /**
  * One event for one webhook. The row is also the delivery's place in the attempt queue: `next_attempt_at` is when

@@ -1,10 +1,9 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { Organization } from '../../access/organization.entity.js';
 import { BaseSchema } from '../../db/base.entity.js';
+import { WEBHOOK_STATUSES } from './webhooks.constants.js';
 
 /** `active`: receives events; `inactive`: paused by the customer (`active: false`); `disabled`: the receiver answered 410. */
-export const WEBHOOK_STATUSES = ['active', 'inactive', 'disabled'] as const;
-export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
 
 export const WebhookSchema = defineEntity({
   name: 'Webhook',

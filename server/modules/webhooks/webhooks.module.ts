@@ -6,10 +6,8 @@ import { DeliveryWorker } from './delivery-worker.js';
 import { Migration20261121000020_webhooks } from './migrations/Migration20261121000020_webhooks.js';
 import { WebhookDelivery } from './webhook-delivery.entity.js';
 import { Webhook } from './webhook.entity.js';
+import { DELIVERY_WORKER } from './webhooks.constants.js';
 import { webhooksRouter } from './webhooks.router.js';
-
-/** The name of the delivery worker (tests reach it with `workerOf`). */
-export const DELIVERY_WORKER = 'webhooks.deliveries';
 
 export const webhooksModule = defineModule({
   name: 'webhooks',

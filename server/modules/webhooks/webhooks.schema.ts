@@ -1,15 +1,15 @@
 import { z } from 'zod';
 import { EVENT_TYPES } from '../../events/event-types.js';
 import { cursorQueryShape, cursorResponseShape } from '../../lib/pagination.js';
-import { DELIVERY_STATUSES } from './webhook-delivery.entity.js';
-import { WEBHOOK_STATUSES } from './webhook.entity.js';
+import { zPathId } from '../../lib/schema.js';
+import {
+  DELIVERY_EVENT_TYPES,
+  DELIVERY_STATUSES,
+  TEST_EVENT_TYPE,
+  WEBHOOK_STATUSES,
+} from './webhooks.constants.js';
 
-/** The event type of `POST /webhooks/:id/test` when none is given. */
-export const TEST_EVENT_TYPE = 'webhook.test';
-/** What a delivery's `event_type` can be: every event name, plus the test event. */
-export const DELIVERY_EVENT_TYPES = [...EVENT_TYPES, TEST_EVENT_TYPE] as const;
-
-const ZId = z.string().max(200).describe('Webhook id, `wh_…`');
+const ZId = zPathId('wh', 'Webhook');
 
 // ---------- inputs ----------
 

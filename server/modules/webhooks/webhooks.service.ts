@@ -1,9 +1,9 @@
 import type { FilterQuery } from '@mikro-orm/core';
 import { Organization } from '../../access/organization.entity.js';
-import { inOrganization } from '../../access/scope.js';
+import { findScopedOrThrow, inOrganization } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
-import { AppError, notFound } from '../../lib/errors.js';
-import { isId, newId } from '../../lib/ids.js';
+import { conflict, validation } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
 import { findCursorPage } from '../../db/pagination.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
@@ -11,6 +11,7 @@ import { performAttempt } from './delivery-attempt.js';
 import { eventBody } from './delivery-fanout.js';
 import { WebhookDelivery } from './webhook-delivery.entity.js';
 import { newWebhookSecret } from './webhook-signing.js';
+import { MAX_WEBHOOKS_PER_ORGANIZATION } from './webhooks.constants.js';
 import { toDeliveryDto, toWebhookDetailDto, toWebhookSummaryDto, type StatsRow } from './webhooks.dto.js';
 import { Webhook } from './webhook.entity.js';
 import type {
@@ -20,26 +21,17 @@ import type {
   TUpdateWebhookInput,
 } from './webhooks.schema.js';
 
-/** Webhooks per organization at most: enough for any integration, bounded fan-out per event. */
-export const MAX_WEBHOOKS_PER_ORGANIZATION = 100;
-
 const DAY_MS = 86_400_000;
 
 async function assertSafeUrl(deps: AppDeps, url: string): Promise<void> {
   const check = await checkTargetUrl(url, { allowPrivate: deps.config.webhook.allowPrivateTargets });
   if (!check.ok) {
-    const message = `url ${check.reason}`;
-    throw new AppError('VALIDATION_ERROR', `Invalid request: ${message}`, {
-      details: [{ path: 'url', message }],
-    });
+    throw validation('url', `url ${check.reason}`);
   }
 }
 
-export async function getWebhookOrThrow(ctx: ActorContext, id: string): Promise<Webhook> {
-  if (!isId('wh', id)) throw notFound('Webhook');
-  const hook = await ctx.em.findOne(Webhook, { id, ...inOrganization(ctx.actor) });
-  if (!hook) throw notFound('Webhook');
-  return hook;
+export function getWebhookOrThrow(ctx: ActorContext, id: string): Promise<Webhook> {
+  return findScopedOrThrow(ctx.em, Webhook, id, inOrganization(ctx.actor), { prefix: 'wh', what: 'Webhook' });
 }
 
 // ---------- statistics from the deliveries themselves ----------
@@ -87,8 +79,7 @@ export async function createWebhook(ctx: ActorContext, input: TCreateWebhookInpu
   await assertSafeUrl(ctx.deps, input.url);
   const count = await ctx.em.count(Webhook, inOrganization(actor));
   if (count >= MAX_WEBHOOKS_PER_ORGANIZATION) {
-    throw new AppError(
-      'CONFLICT',
+    throw conflict(
       `An organization can have at most ${MAX_WEBHOOKS_PER_ORGANIZATION} webhooks; delete one first`,
     );
   }
