@@ -41,6 +41,10 @@ const ZEnv = z.object({
     .string()
     .refine((s) => Buffer.byteLength(s, 'utf8') >= 32, 'JWT_SECRET must be at least 32 bytes')
     .optional(),
+  TWO_FACTOR_KEY: z
+    .string()
+    .refine((s) => Buffer.byteLength(s, 'utf8') >= 32, 'TWO_FACTOR_KEY must be at least 32 bytes')
+    .optional(),
   OWNER_EMAIL: z.email('OWNER_EMAIL must be an email address').optional(),
   OWNER_PASSWORD: z
     .string()
@@ -105,6 +109,11 @@ export interface Config {
   dataDir: string;
   /** Explicit secret; when undefined outside production one is generated into DATA_DIR at start. */
   jwtSecret: string | undefined;
+  /**
+   * Encrypts two-factor secrets at rest. Unset: in production derived from JWT_SECRET, otherwise generated into
+   * DATA_DIR at start.
+   */
+  twoFactorKey: string | undefined;
   owner: { email: string; password: string; name: string; organizationName: string } | undefined;
   signupEnabled: boolean;
   publicBaseUrl: string;
@@ -128,7 +137,7 @@ export class ConfigError extends Error {
 type Env = z.infer<typeof ZEnv>;
 
 /** Values never repeated in an error message. */
-const SECRET_KEYS = new Set(['JWT_SECRET', 'OWNER_PASSWORD', 'DATABASE_URL']);
+const SECRET_KEYS = new Set(['JWT_SECRET', 'TWO_FACTOR_KEY', 'OWNER_PASSWORD', 'DATABASE_URL']);
 
 function problemLine(key: string, message: string, value: string | undefined): string {
   const line = message.startsWith(key) ? message : `${key}: ${message}`;
@@ -206,6 +215,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: v.DATABASE_URL,
     dataDir: v.DATA_DIR,
     jwtSecret: v.JWT_SECRET,
+    twoFactorKey: v.TWO_FACTOR_KEY,
     owner:
       v.OWNER_EMAIL && v.OWNER_PASSWORD
         ? {

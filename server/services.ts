@@ -1,3 +1,4 @@
+import { hkdfSync } from 'node:crypto';
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { ApiUsage } from './access/api-usage.js';
@@ -9,6 +10,7 @@ import { createJobQueue } from './jobs/queue.js';
 import type { AppDeps, Logger } from './kit/deps.js';
 import { buildRegistry } from './kit/registry.js';
 import { defineModuleJobs, startModuleWorkers, stopModuleWorkers } from './kit/runtime.js';
+import { resolveGeneratedSecret } from './lib/secret-file.js';
 import { systemClock, type Clock } from './lib/time.js';
 import { LogMailDriver, type MailDriver } from './mail/mail-driver.js';
 import { bootstrapOwner } from './modules/auth/auth.service.js';
@@ -32,6 +34,17 @@ export function createLogger(config: Config): Logger {
   });
 }
 
+/**
+ * The key that encrypts two-factor secrets (README, "Two-factor sign-in"): from TWO_FACTOR_KEY; without it, in
+ * production derived from JWT_SECRET (every process has it), elsewhere generated once into DATA_DIR.
+ */
+function twoFactorKey(config: Config, jwtSecret: string): Buffer {
+  const secret =
+    config.twoFactorKey ??
+    (config.isProduction ? jwtSecret : resolveGeneratedSecret('two-factor-key', undefined, config.dataDir));
+  return Buffer.from(hkdfSync('sha256', secret, '', 'two-factor secrets', 32));
+}
+
 /** Config → database (migrated) → tokens → jobs → owner bootstrap. What main.ts and the tests both run. */
 export async function startServices(config: Config, opts: StartOptions = {}): Promise<AppDeps> {
   const log = opts.log ?? createLogger(config);
@@ -42,13 +55,27 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     entities: [...registry.entities],
     migrations: [...registry.migrations],
   });
-  const tokens = new TokenService(resolveJwtSecret(config.jwtSecret, config.dataDir));
+  const jwtSecret = resolveJwtSecret(config.jwtSecret, config.dataDir);
+  const tokens = new TokenService(jwtSecret);
+  const keys = { twoFactor: twoFactorKey(config, jwtSecret) };
   const jobs = createJobQueue(db, log);
   const clock = opts.clock ?? systemClock;
   const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst);
   const mail = opts.mail ?? new LogMailDriver(log);
   const passwords = new PasswordHasher({ cost: config.bcryptCost });
-  const deps: AppDeps = { config, db, tokens, jobs, clock, log, apiUsage, mail, passwords, registry };
+  const deps: AppDeps = {
+    config,
+    db,
+    tokens,
+    jobs,
+    clock,
+    log,
+    apiUsage,
+    mail,
+    passwords,
+    registry,
+    keys,
+  };
   defineModuleJobs(deps);
   if (opts.startJobs !== false) {
     await jobs.start();

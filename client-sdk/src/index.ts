@@ -68,10 +68,42 @@ export interface ClientOptions {
   fetch?: Fetch;
 }
 
+/** The body of a completed sign-in: the token pair and the user. */
+export type LoginResult = RouterOutputs['auth']['twoFactor']['verify'];
+/** The second factor a user with two-factor sign-in gives: a code of their authenticator app, or a recovery code. */
+export type SecondFactor = { code: string } | { recovery_code: string };
+
+export interface LoginOptions {
+  /**
+   * Asked for the second factor when the user has two-factor sign-in on (within `expiresIn` seconds). Without it,
+   * such a login rejects with {@link TwoFactorRequiredError}, to be completed with `verifyTwoFactor`.
+   */
+  twoFactor?: (challenge: { expiresIn: number }) => SecondFactor | Promise<SecondFactor>;
+}
+
+/**
+ * The password was right and the user has two-factor sign-in on: complete the sign-in with
+ * `client.verifyTwoFactor(error.challengeToken, { code })` within `expiresIn` seconds.
+ */
+export class TwoFactorRequiredError extends Error {
+  constructor(
+    readonly challengeToken: string,
+    readonly expiresIn: number,
+  ) {
+    super('Two-factor sign-in: give the code of the authenticator app to verifyTwoFactor()');
+    this.name = 'TwoFactorRequiredError';
+  }
+}
+
 /** The few helpers beside the procedures. */
 export interface ClientHelpers {
-  /** `auth.login`, then stores the token pair (and passes it to `onTokens`). */
-  login(email: string, password: string): Promise<RouterOutputs['auth']['login']>;
+  /**
+   * `auth.login`, then stores the token pair (and passes it to `onTokens`). For a user with two-factor sign-in on,
+   * asks `options.twoFactor` for the code and completes the sign-in, or rejects with {@link TwoFactorRequiredError}.
+   */
+  login(email: string, password: string, options?: LoginOptions): Promise<LoginResult>;
+  /** `auth.twoFactor.verify` with the challenge of a login, then stores the token pair. */
+  verifyTwoFactor(challengeToken: string, factor: SecondFactor): Promise<LoginResult>;
   /** `auth.logout` (revokes the token and its refresh token), then forgets the stored pair. */
   logout(): Promise<RouterOutputs['auth']['logout']>;
   /** Replaces the stored pair (for tokens obtained elsewhere, e.g. `auth.register`); `null` forgets it. */
@@ -258,10 +290,23 @@ export function createClient(options: ClientOptions): PlatformClient {
   const procedures = createTRPCClientProxy<AppRouter>(transport);
 
   const helpers: ClientHelpers = {
-    async login(email, password) {
+    async login(email, password, options = {}) {
       const res = await transport.anonymous<RouterOutputs['auth']['login']>('auth.login', {
         email,
         password,
+      });
+      if ('two_factor_required' in res) {
+        if (!options.twoFactor) throw new TwoFactorRequiredError(res.challenge_token, res.expires_in);
+        const factor = await options.twoFactor({ expiresIn: res.expires_in });
+        return helpers.verifyTwoFactor(res.challenge_token, factor);
+      }
+      await session.issued({ token: res.token, refreshToken: res.refresh_token, expiresIn: res.expires_in });
+      return res;
+    },
+    async verifyTwoFactor(challengeToken, factor) {
+      const res = await transport.anonymous<LoginResult>('auth.twoFactor.verify', {
+        challenge_token: challengeToken,
+        ...factor,
       });
       await session.issued({ token: res.token, refreshToken: res.refresh_token, expiresIn: res.expires_in });
       return res;

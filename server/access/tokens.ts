@@ -1,9 +1,8 @@
-import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { AppError } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
+import { resolveGeneratedSecret } from '../lib/secret-file.js';
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const REFRESH_TOKEN_TTL_MS = 30 * 86_400_000;
@@ -73,15 +72,5 @@ export class TokenService {
  * survive restarts.
  */
 export function resolveJwtSecret(configured: string | undefined, dataDir: string): string {
-  if (configured) return configured;
-  const dir = resolve(dataDir);
-  const file = join(dir, 'jwt-secret');
-  if (existsSync(file)) {
-    const s = readFileSync(file, 'utf8').trim();
-    if (Buffer.byteLength(s) >= 32) return s;
-  }
-  mkdirSync(dir, { recursive: true });
-  const secret = randomBytes(48).toString('base64url');
-  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
-  return secret;
+  return resolveGeneratedSecret('jwt-secret', configured, dataDir);
 }

@@ -5,7 +5,9 @@ import {
   OBJECT_FORM_RESOURCES,
   type PermissionObject,
 } from './permissions.js';
-import type { ActivityCounter } from './owned-resources.js';
+import type { Em } from '../db/orm.js';
+import { apiCallsSince } from './api-usage.js';
+import type { ActivityCounter, OwnedResources } from './owned-resources.js';
 import { ROLES, USER_STATUSES, type User } from './user.entity.js';
 import { iso } from '../lib/time.js';
 
@@ -123,3 +125,18 @@ export function toUserDetailDto(
 }
 
 export type { PermissionObject };
+
+const ACTIVITY_WINDOW_MS = 30 * 86_400_000;
+
+/** The detail view of a user: the summary plus their profile and activity counters (owned resources, API calls). */
+export async function loadUserDetail(
+  em: Em,
+  owned: OwnedResources,
+  user: User,
+  now: Date,
+): Promise<TUserDetail> {
+  const who = { organizationId: user.organization.id, userId: user.id };
+  const counts = await owned.countActivity(em, who);
+  const apiCalls = await apiCallsSince(em, { ...who, since: new Date(now.getTime() - ACTIVITY_WINDOW_MS) });
+  return toUserDetailDto(user, { ...counts, api_calls_30d: apiCalls });
+}

@@ -29,6 +29,8 @@ export interface AppDeps {
   passwords: PasswordHasher;
   /** What the modules declared in their manifests: owned resources, plan-feature counters, events. */
   registry: ModuleRegistry;
+  /** Keys for data encrypted at rest (32 bytes each). */
+  keys: { twoFactor: Buffer };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
 export function sha256Hex(input: string): string {
   return createHash('sha256').update(input).digest('hex');
@@ -7,4 +7,28 @@ export function sha256Hex(input: string): string {
 /** A URL-safe random token with the given prefix and at least `bits` of entropy. */
 export function randomToken(prefix: string, bits = 256): string {
   return `${prefix}${randomBytes(Math.ceil(bits / 8)).toString('base64url')}`;
+}
+
+const CIPHER = 'aes-256-gcm';
+
+/**
+ * Encrypts a short secret for storage (AES-256-GCM with a random 96-bit nonce): `v1.<nonce>.<tag>.<ciphertext>`,
+ * base64url parts. `key` is 32 bytes.
+ */
+export function encryptSecret(key: Buffer, plaintext: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv(CIPHER, key, iv);
+  const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return ['v1', iv, cipher.getAuthTag(), body]
+    .map((p) => (typeof p === 'string' ? p : p.toString('base64url')))
+    .join('.');
+}
+
+/** Decrypts what encryptSecret produced with the same key; throws if it was altered or the key differs. */
+export function decryptSecret(key: Buffer, stored: string): string {
+  const [version, iv, tag, body] = stored.split('.');
+  if (version !== 'v1' || !iv || !tag || body === undefined) throw new Error('not an encrypted secret');
+  const decipher = createDecipheriv(CIPHER, key, Buffer.from(iv, 'base64url'));
+  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
 }

@@ -17,7 +17,10 @@ export type IdPrefix =
   | 'inv'
   | 'pm'
   | 'wh'
-  | 'del';
+  | 'del'
+  | 'tfa'
+  | 'rcv'
+  | 'chl';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 

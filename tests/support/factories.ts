@@ -24,9 +24,15 @@ export interface TestUser {
   refreshToken: string;
 }
 
+/** A login body that issued tokens (two-factor off); a challenge fails the test. */
+export function signedIn<T extends object>(res: T): Exclude<T, { two_factor_required: true }> {
+  if ('two_factor_required' in res) throw new Error('expected tokens, got a two-factor challenge');
+  return res as Exclude<T, { two_factor_required: true }>;
+}
+
 async function loginAs(deps: AppDeps, email: string, password: string) {
   const ctx = createInProcessContext(deps);
-  return login(ctx, { email, password });
+  return signedIn(await login(ctx, { email, password }));
 }
 
 /** A new organization (on `plan`) with its owner, logged in. */

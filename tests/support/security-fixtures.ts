@@ -49,6 +49,7 @@ export const PUBLIC_PROCEDURES: Record<string, string> = {
   'auth.register': 'creates an organization and its owner',
   'auth.refresh': 'exchanges a refresh token',
   'users.acceptInvitation': 'the invited user has no token yet',
+  'auth.twoFactor.verify': 'completes a sign-in: the challenge token stands for the password',
 };
 
 export const securityFixtures: Record<string, SecurityFixture> = {

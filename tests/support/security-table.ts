@@ -22,7 +22,7 @@ import { login } from '../../server/modules/auth/auth.service.js';
 import { appRouter } from '../../server/router.js';
 import { createInProcessContext } from '../../server/trpc/context.js';
 import { toAppError, type Meta } from '../../server/trpc/init.js';
-import { createOrg, DEFAULT_PASSWORD, uniqueEmail, type TestUser } from './factories.js';
+import { createOrg, DEFAULT_PASSWORD, signedIn, uniqueEmail, type TestUser } from './factories.js';
 import { http } from './http.js';
 import { PUBLIC_PROCEDURES, securityFixtures, type NotTenantScoped } from './security-fixtures.js';
 import { sharedServer, type Caller, type TestServer } from './server.js';
@@ -133,7 +133,7 @@ async function userWith(
     permissions,
   });
   await em.flush();
-  const res = await login(createInProcessContext(s.deps), { email, password: DEFAULT_PASSWORD });
+  const res = signedIn(await login(createInProcessContext(s.deps), { email, password: DEFAULT_PASSWORD }));
   return {
     id: user.id,
     email,

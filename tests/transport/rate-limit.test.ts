@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { apiUsageSince } from '../../server/access/api-usage.js';
 import { http, type HttpResult } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { createOrg } from '../support/factories.js';
+import { createOrg, signedIn } from '../support/factories.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { expectError } from './envelope.js';
 
@@ -129,13 +129,13 @@ describe('rate limits and API quotas (conventions §7)', () => {
 
       // Any user of the organization is refused: the quota belongs to the organization.
       clock.set('2026-11-30T23:59:59.000Z');
-      const again = await s.caller().auth.login({ email: owner.email, password: owner.password });
+      const again = signedIn(await s.caller().auth.login({ email: owner.email, password: owner.password }));
       const last = await me(again.token);
       expectError(last, 'QUOTA_EXCEEDED');
       expect(last.headers.get('retry-after')).to.equal('1');
 
       clock.set('2026-12-01T00:00:00.000Z');
-      const fresh = await s.caller().auth.login({ email: owner.email, password: owner.password });
+      const fresh = signedIn(await s.caller().auth.login({ email: owner.email, password: owner.password }));
       expect((await me(fresh.token)).status).to.equal(200);
     });
 
@@ -160,7 +160,9 @@ describe('rate limits and API quotas (conventions §7)', () => {
       await seed(owner.organizationId, 'usr_elsewhere', 9_999);
       clock.advance(60_000);
       await s.deps.apiUsage.flush();
-      const session2 = await s.caller().auth.login({ email: owner.email, password: owner.password });
+      const session2 = signedIn(
+        await s.caller().auth.login({ email: owner.email, password: owner.password }),
+      );
       expectError(await me(session2.token), 'QUOTA_EXCEEDED');
     });
   });

@@ -1,12 +1,14 @@
 import { defineJob } from '../../kit/jobs.js';
 import { purgeExpiredSessions } from './auth.service.js';
+import { purgeLoginChallenges } from './two-factor.service.js';
 
 /** Deletes login sessions that expired or were revoked more than a day ago. */
 export const purgeExpiredSessionsJob = defineJob(
   'auth.purge-expired-sessions',
   async (deps) => {
     const n = await purgeExpiredSessions(deps);
-    if (n > 0) deps.log.info({ purged: n }, 'purged expired login sessions');
+    const c = await purgeLoginChallenges(deps.db.orm.em.fork(), deps.clock.now());
+    if (n > 0 || c > 0) deps.log.info({ purged: n, challenges: c }, 'purged expired login sessions');
   },
   { cron: '17 * * * *' },
 );

@@ -1,10 +1,19 @@
 import { defineModule } from '../../kit/module.js';
 import { purgeExpiredSessionsJob } from './auth.jobs.js';
 import { authRouter } from './auth.router.js';
+import { Migration20261124000010_two_factor } from './migrations/Migration20261124000010_two_factor.js';
+import { LoginChallenge, RecoveryCode, TwoFactorCredential } from './two-factor.entity.js';
 
 /** Sign-in, tokens and sign-up, on the identity entities of the core (server/access). */
 export const authModule = defineModule({
   name: 'auth',
   router: authRouter,
+  entities: [TwoFactorCredential, RecoveryCode, LoginChallenge],
+  migrations: [{ name: 'Migration20261124000010_two_factor', class: Migration20261124000010_two_factor }],
   jobs: [purgeExpiredSessionsJob],
+  notOwnedByUser: {
+    TwoFactorCredential: 'the sign-in factor of the user it names, deleted with it',
+    RecoveryCode: 'a sign-in factor of the user it names, deleted with it',
+    LoginChallenge: 'a sign-in in progress of the user it names',
+  },
 });

@@ -2,13 +2,21 @@ import { router } from '../../trpc/init.js';
 import { authEndpointProcedure, authedAuthEndpointProcedure } from '../../trpc/procedures.js';
 import {
   ZLoginInput,
+  ZLoginOrChallengeOutput,
   ZLoginOutput,
   ZLogoutOutput,
   ZMeOutput,
   ZRefreshInput,
   ZRefreshOutput,
   ZRegisterInput,
+  ZTwoFactorDisableInput,
+  ZTwoFactorDisableOutput,
+  ZTwoFactorEnableInput,
+  ZTwoFactorEnableOutput,
+  ZTwoFactorSetupOutput,
+  ZTwoFactorVerifyInput,
 } from './auth.schema.js';
+import * as twoFactor from './two-factor.service.js';
 import * as auth from './auth.service.js';
 import { ZEmptyInput, ZNoQuery } from '../../lib/schema.js';
 
@@ -22,11 +30,14 @@ export const authRouter = router({
         path: '/auth/login',
         tags,
         summary: 'Log in with email and password',
+        description:
+          'Answers the token pair and the user. For a user with two-factor sign-in on, answers instead ' +
+          '`{two_factor_required: true, challenge_token, expires_in}`: complete it with `POST /auth/2fa/verify`.',
         protect: false,
       },
     })
     .input(ZLoginInput)
-    .output(ZLoginOutput)
+    .output(ZLoginOrChallengeOutput)
     .mutation(({ ctx, input }) => auth.login(ctx, input)),
 
   register: authEndpointProcedure
@@ -81,4 +92,79 @@ export const authRouter = router({
     .input(ZNoQuery.optional())
     .output(ZMeOutput)
     .query(({ ctx }) => auth.me(ctx)),
+
+  twoFactor: router({
+    setup: authedAuthEndpointProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/auth/2fa/setup',
+          tags,
+          summary: 'Start enrolling two-factor sign-in (TOTP)',
+          description:
+            'A new TOTP secret (SHA-1, 6 digits, 30 s) with its `otpauth://` URL and a QR code to scan. It is ' +
+            'pending until `POST /auth/2fa/enable` confirms a code of it; calling setup again replaces it. 409 when ' +
+            'two-factor is already on.',
+          errorResponses: { 409: 'Two-factor sign-in is already enabled' },
+        },
+      })
+      .input(ZEmptyInput)
+      .output(ZTwoFactorSetupOutput)
+      .mutation(({ ctx }) => twoFactor.setup(ctx)),
+
+    enable: authedAuthEndpointProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/auth/2fa/enable',
+          tags,
+          summary: 'Turn two-factor sign-in on with a first code',
+          description:
+            'Confirms the pending secret with a code of the authenticator app (a wrong code is 400) and returns 10 ' +
+            'single-use recovery codes, shown this once. From then on login answers a challenge (see ' +
+            '`POST /auth/2fa/verify`). Emits `user.updated`.',
+          errorResponses: { 409: 'Already enabled, or no pending setup' },
+        },
+      })
+      .input(ZTwoFactorEnableInput)
+      .output(ZTwoFactorEnableOutput)
+      .mutation(({ ctx, input }) => twoFactor.enable(ctx, input)),
+
+    disable: authedAuthEndpointProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/auth/2fa/disable',
+          tags,
+          summary: 'Turn two-factor sign-in off',
+          description:
+            'Needs the password and a current code (or a recovery code); a wrong one is 401 ' +
+            '`INVALID_CREDENTIALS` and counts towards the login throttle. Emits `user.updated`.',
+          errorResponses: { 409: 'Two-factor sign-in is not enabled' },
+        },
+      })
+      .input(ZTwoFactorDisableInput)
+      .output(ZTwoFactorDisableOutput)
+      .mutation(({ ctx, input }) => twoFactor.disable(ctx, input)),
+
+    verify: authEndpointProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/auth/2fa/verify',
+          tags,
+          summary: 'Complete a sign-in with the two-factor code',
+          description:
+            'With the `challenge_token` of the login response and a code of the authenticator app (or a recovery ' +
+            'code, each usable once), answers the login body with the tokens and emits `user.login`. A code is ' +
+            'accepted once: a code of the last accepted time step or an earlier one is refused. A wrong code is 401 ' +
+            '`INVALID_CREDENTIALS`; five wrong codes void the challenge (sign in again); the challenge expires ' +
+            'after 5 minutes.',
+          protect: false,
+        },
+      })
+      .input(ZTwoFactorVerifyInput)
+      .output(ZLoginOutput)
+      .mutation(({ ctx, input }) => twoFactor.verify(ctx, input)),
+  }),
 });

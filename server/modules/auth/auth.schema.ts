@@ -35,3 +35,66 @@ export const ZRefreshOutput = z.object(tokenFields);
 export type TRefreshOutput = z.infer<typeof ZRefreshOutput>;
 export const ZLogoutOutput = z.object({ success: z.literal(true), message: z.string() });
 export const ZMeOutput = z.object({ success: z.literal(true), user: ZUserSummary });
+
+// ---------- two-factor sign-in (README, "Two-factor sign-in") ----------
+
+const ZTotpCode = z
+  .string()
+  .trim()
+  .regex(/^\d{6}$/, 'Must be the 6-digit code of the authenticator app')
+  .describe('The 6-digit code the authenticator app shows now');
+const ZRecoveryCode = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  .describe('One of the recovery codes given when two-factor was enabled (each works once)');
+
+/** With two-factor on, login answers this instead of tokens: complete it with `POST /auth/2fa/verify`. */
+export const ZTwoFactorChallengeOutput = z
+  .object({
+    success: z.literal(true),
+    two_factor_required: z.literal(true),
+    challenge_token: z
+      .string()
+      .describe('Give it to `POST /auth/2fa/verify` with a code, within `expires_in`'),
+    expires_in: z.number().int().describe('Seconds the challenge stays valid (300)'),
+  })
+  .meta({ id: 'TwoFactorChallenge' });
+export type TTwoFactorChallengeOutput = z.infer<typeof ZTwoFactorChallengeOutput>;
+
+/** The login body: the tokens, or (two-factor on) a challenge. */
+export const ZLoginOrChallengeOutput = z.union([ZLoginOutput, ZTwoFactorChallengeOutput]);
+export type TLoginOrChallengeOutput = z.infer<typeof ZLoginOrChallengeOutput>;
+
+export const ZTwoFactorSetupOutput = z.object({
+  success: z.literal(true),
+  secret: z.string().describe('The TOTP secret, base32 (160 bits), for entering by hand'),
+  otpauth_url: z.string().describe('`otpauth://totp/…` URL: what authenticator apps read from a QR code'),
+  qr_code_svg: z.string().describe('The `otpauth_url` as a QR code, an SVG document'),
+});
+export type TTwoFactorSetupOutput = z.infer<typeof ZTwoFactorSetupOutput>;
+
+export const ZTwoFactorEnableInput = z.strictObject({ code: ZTotpCode });
+export type TTwoFactorEnableInput = z.infer<typeof ZTwoFactorEnableInput>;
+export const ZTwoFactorEnableOutput = z.object({
+  success: z.literal(true),
+  recovery_codes: z
+    .array(z.string())
+    .describe('10 single-use codes for when the authenticator is lost; shown this once, stored hashed'),
+});
+
+export const ZTwoFactorDisableInput = z.strictObject({
+  password: ZPassword,
+  code: ZTotpCode.optional(),
+  recovery_code: ZRecoveryCode.optional(),
+});
+export type TTwoFactorDisableInput = z.infer<typeof ZTwoFactorDisableInput>;
+export const ZTwoFactorDisableOutput = z.object({ success: z.literal(true), message: z.string() });
+
+export const ZTwoFactorVerifyInput = z.strictObject({
+  challenge_token: z.string().min(1).max(512).describe('From the login response'),
+  code: ZTotpCode.optional(),
+  recovery_code: ZRecoveryCode.optional(),
+});
+export type TTwoFactorVerifyInput = z.infer<typeof ZTwoFactorVerifyInput>;

@@ -11,8 +11,10 @@ import { DEFAULT_PLAN } from '../../lib/plans.js';
 import { toUserDetailDto, toUserSummaryDto } from '../../access/user.dto.js';
 import { userCreated, userLogin } from '../../access/user.events.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
+import { openLoginChallenge } from './two-factor.service.js';
 import type {
   TLoginInput,
+  TLoginOrChallengeOutput,
   TLoginOutput,
   TRefreshInput,
   TRefreshOutput,
@@ -25,11 +27,11 @@ export const LOGIN_LOCK_MS = 15 * 60_000;
 const INVALID_LOGIN = () => new AppError('INVALID_CREDENTIALS', 'Invalid email or password');
 const INVALID_REFRESH = () => new AppError('INVALID_CREDENTIALS', 'Invalid or expired refresh token');
 
-function throttleKey(email: string, ip: string): string {
+export function throttleKey(email: string, ip: string): string {
   return sha256Hex(`${email.toLowerCase()}|${ip}`);
 }
 
-async function assertNotThrottled(ctx: RequestContext, key: string): Promise<void> {
+export async function assertNotThrottled(ctx: RequestContext, key: string): Promise<void> {
   const now = ctx.deps.clock.now();
   const rows = await ctx.em.execute<{ locked_until: Date | null }[]>(
     'select locked_until from login_throttles where key = ?',
@@ -44,7 +46,7 @@ async function assertNotThrottled(ctx: RequestContext, key: string): Promise<voi
 }
 
 /** Counts a failure atomically (two processes may see the same email); locks after the tenth in a window. */
-async function recordFailure(ctx: RequestContext, key: string): Promise<void> {
+export async function recordFailure(ctx: RequestContext, key: string): Promise<void> {
   const now = ctx.deps.clock.now();
   const windowStart = new Date(now.getTime() - LOGIN_LOCK_MS);
   const lockUntil = new Date(now.getTime() + LOGIN_LOCK_MS);
@@ -91,7 +93,7 @@ function newRefreshToken(ctx: RequestContext, session: LoginSession, now: Date):
   return value;
 }
 
-function tokenResponse(tokens: { access: string; refresh: string }) {
+export function tokenResponse(tokens: { access: string; refresh: string }) {
   return {
     success: true as const,
     token: tokens.access,
@@ -101,7 +103,7 @@ function tokenResponse(tokens: { access: string; refresh: string }) {
   };
 }
 
-export async function login(ctx: RequestContext, input: TLoginInput): Promise<TLoginOutput> {
+export async function login(ctx: RequestContext, input: TLoginInput): Promise<TLoginOrChallengeOutput> {
   const email = input.email.toLowerCase();
   const key = throttleKey(email, ctx.ip);
   await assertNotThrottled(ctx, key);
@@ -119,10 +121,20 @@ export async function login(ctx: RequestContext, input: TLoginInput): Promise<TL
     await recordFailure(ctx, key);
     throw INVALID_LOGIN();
   }
+  // With two-factor on, the password opens a challenge; the tokens come from `POST /auth/2fa/verify`.
+  if (user.twoFactorEnabled) return openLoginChallenge(ctx, user);
+  return completeLogin(ctx, user, key);
+}
 
+/** The end of a successful sign-in (password, or password and code): throttle cleared, session, `user.login`. */
+export async function completeLogin(
+  ctx: RequestContext,
+  user: User,
+  throttle: string,
+): Promise<TLoginOutput> {
   const now = ctx.deps.clock.now();
   const tokens = await ctx.em.transactional(async (em) => {
-    await em.execute('delete from login_throttles where key = ?', [key]);
+    await em.execute('delete from login_throttles where key = ?', [throttle]);
     user.lastLogin = now;
     const t = issueSession({ ...ctx, em }, user);
     recordEvent(em, userLogin, toUserSummaryDto(user), user.organization.id, now);

@@ -1,6 +1,5 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Actor } from '../../access/actor.js';
-import { apiCallsSince } from '../../access/api-usage.js';
 import { Organization } from '../../access/organization.entity.js';
 import {
   applyPermissionObject,
@@ -21,7 +20,12 @@ import { findPage } from '../../db/pagination.js';
 import { userCreated, userDeleted, userUpdated } from '../../access/user.events.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
 import { UserInvitation } from './user-invitation.entity.js';
-import { toUserDetailDto, toUserSummaryDto, type TUserDetail } from '../../access/user.dto.js';
+import {
+  loadUserDetail,
+  toUserDetailDto,
+  toUserSummaryDto,
+  type TUserDetail,
+} from '../../access/user.dto.js';
 import type {
   TAcceptInvitationInput,
   TCreateUserInput,
@@ -31,7 +35,6 @@ import type {
 } from './users.schema.js';
 
 export const INVITATION_TTL_MS = 7 * 86_400_000;
-const ACTIVITY_WINDOW_MS = 30 * 86_400_000;
 
 const USER_NOT_FOUND = () => notFound('User');
 const INVALID_INVITATION = () =>
@@ -53,14 +56,9 @@ async function findVisibleUserOrThrow(em: Em, actor: Actor, id: string, lock = f
   return user;
 }
 
-/** The detail view: the user plus their activity counters. */
-export async function userDetail(deps: AppDeps, em: Em, user: User, now: Date): Promise<TUserDetail> {
-  const who = { organizationId: user.organization.id, userId: user.id };
-  const [owned, apiCalls] = [
-    await deps.registry.ownedResources.countActivity(em, who),
-    await apiCallsSince(em, { ...who, since: new Date(now.getTime() - ACTIVITY_WINDOW_MS) }),
-  ];
-  return toUserDetailDto(user, { ...owned, api_calls_30d: apiCalls });
+/** The detail view of `user` (server/access/user.dto.ts). */
+export function userDetail(deps: AppDeps, em: Em, user: User, now: Date): Promise<TUserDetail> {
+  return loadUserDetail(em, deps.registry.ownedResources, user, now);
 }
 
 /** Refuses to hand out what the caller does not hold themselves (an admin cannot grant `billing:write`). */

@@ -8,7 +8,7 @@ import type { AppDeps } from '../../../server/kit/deps.js';
 import { createInProcessContext } from '../../../server/trpc/context.js';
 import { appRouter } from '../../../server/router.js';
 import { testConfig } from '../../support/env.js';
-import { uniqueEmail } from '../../support/factories.js';
+import { uniqueEmail, signedIn } from '../../support/factories.js';
 
 const createCaller = createCallerFactory(appRouter);
 
@@ -58,10 +58,12 @@ describe('start-up: OWNER_* bootstrap and the generated JWT secret (conventions 
           rows[0]!.organization_id,
         ]);
       expect(org).to.deep.equal({ name: 'Boot Org', plan: 'starter' });
-      const login = await createCaller(createInProcessContext(first)).auth.login({
-        email,
-        password: 'first-owner-password',
-      });
+      const login = signedIn(
+        await createCaller(createInProcessContext(first)).auth.login({
+          email,
+          password: 'first-owner-password',
+        }),
+      );
       expect(login.user).to.include({ name: 'Olga Owner', role: 'owner' });
       token = login.token;
       // An API call counted in memory is written at shutdown.
@@ -87,10 +89,12 @@ describe('start-up: OWNER_* bootstrap and the generated JWT secret (conventions 
       expect(readFileSync(join(dir, 'jwt-secret'), 'utf8').trim()).to.equal(secret);
       const me = await createCaller(createInProcessContext(second, { token })).auth.me();
       expect(me.user.email).to.equal(email);
-      const again = await createCaller(createInProcessContext(second)).auth.login({
-        email,
-        password: 'first-owner-password',
-      });
+      const again = signedIn(
+        await createCaller(createInProcessContext(second)).auth.login({
+          email,
+          password: 'first-owner-password',
+        }),
+      );
       expect(again.user.role).to.equal('owner');
     } finally {
       await stopServices(second);

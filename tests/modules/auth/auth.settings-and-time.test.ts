@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
-import { createOrg, uniqueEmail } from '../../support/factories.js';
+import { createOrg, uniqueEmail, signedIn } from '../../support/factories.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { expectError } from '../../transport/envelope.js';
 
@@ -58,10 +58,12 @@ describe('auth over time (fake clock) and with non-default settings', () => {
       expect(locked.headers.get('retry-after')).to.equal('900');
 
       // Other IPs and other emails from this IP are not affected.
-      const elsewhere = await s.caller(undefined, { ip: '203.0.113.7' }).auth.login({
-        email: owner.email,
-        password: owner.password,
-      });
+      const elsewhere = signedIn(
+        await s.caller(undefined, { ip: '203.0.113.7' }).auth.login({
+          email: owner.email,
+          password: owner.password,
+        }),
+      );
       expect(elsewhere.user.id).to.equal(owner.id);
       const other = await createOrg(s.deps);
       expect((await login(other.email, other.password)).status).to.equal(200);

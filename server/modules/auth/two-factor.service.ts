@@ -1,0 +1,326 @@
+import { randomBytes } from 'node:crypto';
+import { LockMode } from '@mikro-orm/core';
+import { Secret, TOTP } from 'otpauth';
+import QRCode from 'qrcode';
+import { loadUserDetail } from '../../access/user.dto.js';
+import { User } from '../../access/user.entity.js';
+import { userUpdated } from '../../access/user.events.js';
+import type { Em } from '../../db/orm.js';
+import { recordEvent } from '../../events/record-event.js';
+import type { ActorContext, RequestContext } from '../../kit/deps.js';
+import { decryptSecret, encryptSecret, randomToken, sha256Hex } from '../../lib/crypto.js';
+import { AppError, conflict, validation } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { assertNotThrottled, completeLogin, recordFailure, throttleKey } from './auth.service.js';
+import type {
+  TLoginOutput,
+  TTwoFactorChallengeOutput,
+  TTwoFactorDisableInput,
+  TTwoFactorEnableInput,
+  TTwoFactorSetupOutput,
+  TTwoFactorVerifyInput,
+} from './auth.schema.js';
+import { LoginChallenge, RecoveryCode, TwoFactorCredential } from './two-factor.entity.js';
+
+/** TOTP of RFC 6238 as authenticator apps read it: SHA-1, 6 digits, 30-second steps. */
+const PERIOD_SECONDS = 30;
+/** Codes of one step before or after now are accepted (clock drift between the phone and the server). */
+const WINDOW = 1;
+const ISSUER = 'Cloud Platform';
+export const CHALLENGE_TTL_SECONDS = 300;
+/** Wrong codes after which a challenge is void (sign in again). */
+export const CHALLENGE_MAX_FAILURES = 5;
+const RECOVERY_CODES = 10;
+
+const invalidCode = () => new AppError('INVALID_CREDENTIALS', 'Invalid two-factor code');
+const invalidChallenge = () =>
+  new AppError('INVALID_CREDENTIALS', 'Invalid or expired two-factor challenge; sign in again');
+
+function totp(secretBase32: string, label: string): TOTP {
+  return new TOTP({
+    issuer: ISSUER,
+    label,
+    algorithm: 'SHA1',
+    digits: 6,
+    period: PERIOD_SECONDS,
+    secret: Secret.fromBase32(secretBase32),
+  });
+}
+
+/** The time step a valid `code` belongs to, or null. */
+function acceptedStep(secretBase32: string, code: string, now: Date): number | null {
+  const delta = totp(secretBase32, '').validate({ token: code, timestamp: now.getTime(), window: WINDOW });
+  if (delta === null) return null;
+  return Math.floor(now.getTime() / 1000 / PERIOD_SECONDS) + delta;
+}
+
+/** `xxxx-xxxx-xxxx` of a base32 alphabet without look-alikes: 60 random bits each. */
+function newRecoveryCode(): string {
+  const alphabet = 'abcdefghjkmnpqrstuvwxyz23456789';
+  const bytes = randomBytes(12);
+  let out = '';
+  for (let i = 0; i < 12; i++) {
+    if (i > 0 && i % 4 === 0) out += '-';
+    out += alphabet[bytes[i]! % alphabet.length];
+  }
+  return out;
+}
+
+const normalizeRecoveryCode = (code: string) => code.trim().toLowerCase();
+
+async function credentialOf(em: Em, userId: string, lock = false): Promise<TwoFactorCredential | null> {
+  return em.findOne(
+    TwoFactorCredential,
+    { user: userId },
+    { populate: ['secret', 'pendingSecret'], ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) },
+  );
+}
+
+/**
+ * Accepts `code` for the credential only if its step is later than the last accepted one, recording it: a code is
+ * good once, and two concurrent uses of one code cannot both pass (the update is conditional).
+ */
+async function consumeCode(em: Em, cred: TwoFactorCredential, secret: string, code: string, now: Date) {
+  const step = acceptedStep(secret, code, now);
+  if (step === null) return false;
+  const claimed = await em.nativeUpdate(
+    TwoFactorCredential,
+    { id: cred.id, $or: [{ lastStep: null }, { lastStep: { $lt: step } }] },
+    { lastStep: step, updatedAt: now },
+  );
+  return claimed === 1;
+}
+
+/** Marks one unused recovery code of the user as used; false when there is none matching. */
+async function consumeRecoveryCode(em: Em, userId: string, code: string, now: Date): Promise<boolean> {
+  const used = await em.nativeUpdate(
+    RecoveryCode,
+    { user: userId, codeHash: sha256Hex(normalizeRecoveryCode(code)), usedAt: null },
+    { usedAt: now, updatedAt: now },
+  );
+  return used === 1;
+}
+
+/** Either a code or a recovery code, not both and not neither. */
+function oneFactor(input: { code?: string | undefined; recovery_code?: string | undefined }) {
+  if (input.code !== undefined && input.recovery_code !== undefined) {
+    throw validation('code', 'Give either code or recovery_code, not both');
+  }
+  if (input.code === undefined && input.recovery_code === undefined) {
+    throw validation('code', 'Required: the code of the authenticator app, or a recovery_code');
+  }
+  return input.code !== undefined
+    ? ({ kind: 'code', value: input.code } as const)
+    : ({ kind: 'recovery', value: input.recovery_code! } as const);
+}
+
+async function emitUserUpdated(ctx: ActorContext, em: Em, user: User, now: Date): Promise<void> {
+  const detail = await loadUserDetail(em, ctx.deps.registry.ownedResources, user, now);
+  recordEvent(em, userUpdated, detail, user.organization.id, now);
+}
+
+/** `POST /auth/2fa/setup`: a new secret to enrol, pending until `enable` confirms a code of it. */
+export async function setup(ctx: ActorContext): Promise<TTwoFactorSetupOutput> {
+  const { actor } = ctx;
+  if (actor.user.twoFactorEnabled) throw conflict('Two-factor sign-in is already enabled; disable it first');
+  const secret = new Secret({ size: 20 }).base32;
+  const now = ctx.deps.clock.now();
+  await ctx.em.transactional(async (em) => {
+    const cred = await credentialOf(em, actor.userId, true);
+    const pendingSecret = encryptSecret(ctx.deps.keys.twoFactor, secret);
+    if (cred) {
+      cred.pendingSecret = pendingSecret;
+      cred.updatedAt = now;
+    } else {
+      em.create(TwoFactorCredential, {
+        id: newId('tfa'),
+        createdAt: now,
+        updatedAt: now,
+        user: em.getReference(User, actor.userId),
+        secret: null,
+        pendingSecret,
+        lastStep: null,
+        enabledAt: null,
+      });
+    }
+  });
+  const otpauthUrl = totp(secret, actor.email).toString();
+  return {
+    success: true,
+    secret,
+    otpauth_url: otpauthUrl,
+    qr_code_svg: await QRCode.toString(otpauthUrl, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 }),
+  };
+}
+
+/** `POST /auth/2fa/enable {code}`: confirms the pending secret; returns the recovery codes, once. */
+export async function enable(
+  ctx: ActorContext,
+  input: TTwoFactorEnableInput,
+): Promise<{ success: true; recovery_codes: string[] }> {
+  const { actor } = ctx;
+  const now = ctx.deps.clock.now();
+  const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
+  await ctx.em.transactional(async (em) => {
+    const user = await em.findOneOrFail(
+      User,
+      { id: actor.userId },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['organization'] },
+    );
+    if (user.twoFactorEnabled) throw conflict('Two-factor sign-in is already enabled');
+    const cred = await credentialOf(em, actor.userId, true);
+    if (!cred?.pendingSecret) throw conflict('Start with POST /auth/2fa/setup');
+    const secret = decryptSecret(ctx.deps.keys.twoFactor, cred.pendingSecret);
+    const step = acceptedStep(secret, input.code, now);
+    if (step === null) throw validation('code', 'The code does not match: check the authenticator app');
+    cred.secret = cred.pendingSecret;
+    cred.pendingSecret = null;
+    cred.lastStep = step;
+    cred.enabledAt = now;
+    cred.updatedAt = now;
+    await em.nativeDelete(RecoveryCode, { user: actor.userId });
+    for (const code of codes) {
+      em.create(RecoveryCode, {
+        id: newId('rcv'),
+        createdAt: now,
+        updatedAt: now,
+        user,
+        codeHash: sha256Hex(code),
+        usedAt: null,
+      });
+    }
+    user.twoFactorEnabled = true;
+    user.updatedAt = now;
+    await emitUserUpdated(ctx, em, user, now);
+  });
+  return { success: true, recovery_codes: codes };
+}
+
+/** `POST /auth/2fa/disable {password, code | recovery_code}`. */
+export async function disable(
+  ctx: ActorContext,
+  input: TTwoFactorDisableInput,
+): Promise<{ success: true; message: string }> {
+  const { actor } = ctx;
+  const factor = oneFactor(input);
+  const key = throttleKey(actor.email, ctx.ip);
+  await assertNotThrottled(ctx, key);
+  const row = await ctx.em.findOneOrFail(User, { id: actor.userId }, { populate: ['passwordHash'] });
+  // bcrypt outside any transaction.
+  const passwordOk = row.passwordHash
+    ? await ctx.deps.passwords.compare(input.password, row.passwordHash)
+    : false;
+  if (!passwordOk) {
+    await recordFailure(ctx, key);
+    throw new AppError('INVALID_CREDENTIALS', 'Invalid password');
+  }
+  const now = ctx.deps.clock.now();
+  const accepted = await ctx.em.transactional(async (em) => {
+    const user = await em.findOneOrFail(
+      User,
+      { id: actor.userId },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['organization'] },
+    );
+    const cred = await credentialOf(em, actor.userId, true);
+    if (!user.twoFactorEnabled || !cred?.secret) throw conflict('Two-factor sign-in is not enabled');
+    const ok =
+      factor.kind === 'code'
+        ? await consumeCode(em, cred, decryptSecret(ctx.deps.keys.twoFactor, cred.secret), factor.value, now)
+        : await consumeRecoveryCode(em, actor.userId, factor.value, now);
+    if (!ok) return false;
+    await em.nativeDelete(RecoveryCode, { user: actor.userId });
+    await em.nativeDelete(LoginChallenge, { user: actor.userId });
+    em.remove(cred);
+    user.twoFactorEnabled = false;
+    user.updatedAt = now;
+    await emitUserUpdated(ctx, em, user, now);
+    return true;
+  });
+  if (!accepted) {
+    await recordFailure(ctx, key);
+    throw invalidCode();
+  }
+  return { success: true, message: 'Two-factor sign-in is disabled' };
+}
+
+/** After the right password of a user with two-factor on: a challenge instead of tokens. */
+export async function openLoginChallenge(
+  ctx: RequestContext,
+  user: User,
+): Promise<TTwoFactorChallengeOutput> {
+  const now = ctx.deps.clock.now();
+  const token = randomToken('tfc_', 256);
+  ctx.em.create(LoginChallenge, {
+    id: newId('chl'),
+    createdAt: now,
+    updatedAt: now,
+    user,
+    tokenHash: sha256Hex(token),
+    expiresAt: new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000),
+    failures: 0,
+    closedAt: null,
+  });
+  await ctx.em.flush();
+  return {
+    success: true,
+    two_factor_required: true,
+    challenge_token: token,
+    expires_in: CHALLENGE_TTL_SECONDS,
+  };
+}
+
+/** `POST /auth/2fa/verify`: completes a sign-in with a code (or a recovery code): the login body. */
+export async function verify(ctx: RequestContext, input: TTwoFactorVerifyInput): Promise<TLoginOutput> {
+  const factor = oneFactor(input);
+  const now = ctx.deps.clock.now();
+  const challenge = await ctx.em.findOne(
+    LoginChallenge,
+    { tokenHash: sha256Hex(input.challenge_token) },
+    { populate: ['user.organization'] },
+  );
+  if (!challenge || challenge.closedAt || challenge.expiresAt <= now) throw invalidChallenge();
+  const user = challenge.user;
+  const key = throttleKey(user.email, ctx.ip);
+  await assertNotThrottled(ctx, key);
+
+  const outcome = await ctx.em.transactional(async (em) => {
+    // The challenge row is the lock: concurrent verifications of one challenge run one after the other.
+    const c = await em.findOne(
+      LoginChallenge,
+      { id: challenge.id, closedAt: null },
+      { lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
+    if (!c || c.expiresAt <= now || c.failures >= CHALLENGE_MAX_FAILURES) return 'void' as const;
+    const cred = await credentialOf(em, user.id, true);
+    const u = await em.findOneOrFail(User, { id: user.id });
+    if (!cred?.secret || !u.twoFactorEnabled || u.deletedAt || u.status !== 'active') {
+      c.closedAt = now;
+      return 'void' as const;
+    }
+    const ok =
+      factor.kind === 'code'
+        ? await consumeCode(em, cred, decryptSecret(ctx.deps.keys.twoFactor, cred.secret), factor.value, now)
+        : await consumeRecoveryCode(em, user.id, factor.value, now);
+    if (!ok) {
+      c.failures += 1;
+      if (c.failures >= CHALLENGE_MAX_FAILURES) c.closedAt = now;
+      c.updatedAt = now;
+      return 'wrong' as const;
+    }
+    c.closedAt = now;
+    c.updatedAt = now;
+    return 'ok' as const;
+  });
+  if (outcome === 'void') throw invalidChallenge();
+  if (outcome === 'wrong') {
+    await recordFailure(ctx, key);
+    throw invalidCode();
+  }
+  return completeLogin(ctx, user, key);
+}
+
+/** Challenges that ended or expired more than a day ago (with the sessions purge). */
+export async function purgeLoginChallenges(em: Em, now: Date): Promise<number> {
+  const cutoff = new Date(now.getTime() - 86_400_000);
+  return em.nativeDelete(LoginChallenge, { expiresAt: { $lt: cutoff } });
+}
