@@ -1,5 +1,6 @@
 import { coreModule } from './kit/core.module.js';
 import type { ModuleManifest } from './kit/module.js';
+import { auditModule } from './modules/audit/audit.module.js';
 import { authModule } from './modules/auth/auth.module.js';
 import { usersModule } from './modules/users/users.module.js';
 import { vpnModule } from './modules/vpn/vpn.module.js';

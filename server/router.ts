@@ -1,3 +1,4 @@
+import { auditRouter } from './modules/audit/audit.router.js';
 import { authRouter } from './modules/auth/auth.router.js';
 import { usersRouter } from './modules/users/users.router.js';
 import { vpnRouter } from './modules/vpn/vpn.router.js';
@@ -10,6 +11,7 @@ export const appRouter = router({
   users: usersRouter,
   vpn: vpnRouter,
   webhooks: webhooksRouter,
+  audit: auditRouter,
 });
 
 export type AppRouter = typeof appRouter;

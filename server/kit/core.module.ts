@@ -6,6 +6,8 @@ import { USER_EVENTS } from '../access/user.events.js';
 import { BaseSchema } from '../db/base.entity.js';
 import { Migration20261121000001_foundation } from '../db/migrations/Migration20261121000001_foundation.js';
 import { Migration20261121000005_api_usage } from '../db/migrations/Migration20261121000005_api_usage.js';
+import { Migration20261124000001_audit_logs } from '../db/migrations/Migration20261124000001_audit_logs.js';
+import { AuditLog } from '../events/audit-log.entity.js';
 import { Event } from '../events/event.entity.js';
 import { OutboxRelay } from '../events/outbox.js';
 import { pruneDispatchedEvents } from '../events/record-event.js';
@@ -34,10 +36,11 @@ const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.ge
  */
 export const coreModule = defineModule({
   name: 'core',
-  entities: [BaseSchema, Organization, User, LoginSession, RefreshToken, LoginThrottle, Event],
+  entities: [BaseSchema, Organization, User, LoginSession, RefreshToken, LoginThrottle, Event, AuditLog],
   migrations: [
     { name: 'Migration20261121000001_foundation', class: Migration20261121000001_foundation },
     { name: 'Migration20261121000005_api_usage', class: Migration20261121000005_api_usage },
+    { name: 'Migration20261124000001_audit_logs', class: Migration20261124000001_audit_logs },
   ],
   jobs: [pruneDispatchedEventsJob],
   workers: [

@@ -20,7 +20,9 @@ export type IdPrefix =
   | 'del'
   | 'tfa'
   | 'rcv'
-  | 'chl';
+  | 'chl'
+  | 'aud'
+  | 'key';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
@@ -52,4 +54,28 @@ export function newId(prefix: IdPrefix): string {
 /** True when `id` looks like one of ours with this prefix; anything else can only be "not found". */
 export function isId(prefix: IdPrefix, id: string): boolean {
   return id.length <= 64 && id.startsWith(`${prefix}_`) && /^[a-z0-9]+$/.test(id.slice(prefix.length + 1));
+}
+
+/** What an id names, by its prefix (the `target.type` of audit entries). */
+const ID_TYPES: Partial<Record<IdPrefix, string>> = {
+  org: 'organization',
+  usr: 'user',
+  vpn: 'vpn_connection',
+  srv: 'vpn_server',
+  site: 'site',
+  dep: 'deployment',
+  db: 'database',
+  backup: 'backup',
+  sub: 'subscription',
+  inv: 'invoice',
+  pm: 'payment_method',
+  wh: 'webhook',
+  del: 'webhook_delivery',
+  key: 'api_key',
+};
+
+/** The resource type an id names (`vpn_…` → `vpn_connection`), or undefined for an id of no known resource. */
+export function idType(id: string): string | undefined {
+  const prefix = id.slice(0, id.indexOf('_')) as IdPrefix;
+  return isId(prefix, id) ? ID_TYPES[prefix] : undefined;
 }
