@@ -35,8 +35,8 @@ function isPlainContainer(value: object): boolean {
  * field names, and nesting deeper than {@link MAX_INPUT_DEPTH} levels (which would exhaust the stack of the code
  * that walks it). Returns the 400 `VALIDATION_ERROR` to answer with, naming each field's path, or undefined.
  *
- * Walks only what JSON and query strings produce (plain objects, arrays, strings); the walk itself stops at the
- * depth limit, so a cyclic or very deep value costs no more than a value of that depth.
+ * Walks only what JSON and query strings produce (plain objects, arrays, strings), which is a tree: the walk is
+ * linear in the input's size and never goes deeper than the limit, however deep the input is.
  */
 export function checkInput(input: unknown): AppError | undefined {
   if (input === null || input === undefined) return undefined;
