@@ -1,5 +1,8 @@
+import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, {
   LogController,
+  type ConnectionError,
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
@@ -9,7 +12,19 @@ import Fastify, {
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import { TRPCError } from '@trpc/server';
 import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference';
-import { AppError, ERROR_STATUS, invalidJson, unsupportedMediaType, type ErrorCode } from './lib/errors.js';
+import {
+  AppError,
+  headersTooLarge,
+  invalidJson,
+  malformedRequest,
+  malformedUrl,
+  requestTimeout,
+  shuttingDown,
+  unreadableBody,
+  unsupportedMediaType,
+  uriTooLong,
+  type ErrorCode,
+} from './lib/errors.js';
 import { newId } from './lib/ids.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { registerRestRoutes } from './rest.js';
@@ -19,36 +34,74 @@ import { createHttpContext, type Context } from './trpc/context.js';
 import { toAppError } from './trpc/init.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
-/** A request (headers and body) must arrive within this time; a client trickling bytes is cut off (408). */
+/**
+ * A request (headers and body) must arrive whole within this time; a client trickling bytes is answered 408 and
+ * disconnected. Node checks its connections for it every CONNECTION_CHECK_MS (30 s by default, which let a request
+ * run to 90 s).
+ */
 export const REQUEST_TIMEOUT_MS = 60_000;
+const CONNECTION_CHECK_MS = 1_000;
+/** Path parameters are ids; a longer one is answered 404 by its procedure, one over this 414 by the router. */
+export const MAX_PATH_PARAM_LENGTH = 2048;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+/** The id given to a request, kept on Node's request too: errors of its connection (408) are answered with it. */
+const kRequestId = Symbol('requestId');
+/** A connection whose client error was answered: the parser reports an error again for every later chunk. */
+const kAnswered = Symbol('clientErrorAnswered');
+/** The parser's errors found in a body's framing, once the request line and headers were read. */
+const BODY_FRAMING_ERRORS = new Set([
+  'HPE_INVALID_CHUNK_SIZE',
+  'HPE_CHUNK_EXTENSIONS_OVERFLOW',
+  'HPE_INVALID_CONTENT_LENGTH',
+  'HPE_UNEXPECTED_CONTENT_LENGTH',
+  'HPE_INVALID_TRANSFER_ENCODING',
+  'HPE_INVALID_EOF_STATE',
+  'HPE_CR_EXPECTED',
+  'HPE_LF_EXPECTED',
+  'HPE_STRICT',
+]);
 
 interface ErrorEnvelope {
   success: false;
   error: { code: ErrorCode; message: string; details?: unknown[]; request_id: string };
 }
 
-function envelope(req: FastifyRequest, code: ErrorCode, message: string, details?: unknown[]): ErrorEnvelope {
-  return { success: false, error: { code, message, ...(details ? { details } : {}), request_id: req.id } };
+function envelope(requestId: string, err: AppError): ErrorEnvelope {
+  const { code, message, details } = err;
+  return { success: false, error: { code, message, ...(details ? { details } : {}), request_id: requestId } };
+}
+
+/** Headers of every answer, errors included (also set where no onRequest hook ran). */
+function setCommonHeaders(req: FastifyRequest, reply: FastifyReply) {
+  void reply.header('X-Request-Id', req.id);
+  void reply.header('X-Content-Type-Options', 'nosniff');
+  // API answers are per caller (and carry tokens on /auth/*): never stored by a cache (RFC 6749 §5.1).
+  if ((req.url.startsWith('/v1/') || req.url.startsWith('/trpc/')) && !req.url.startsWith('/v1/openapi.json'))
+    void reply.header('Cache-Control', 'no-store');
 }
 
 function sendError(req: FastifyRequest, reply: FastifyReply, err: AppError) {
   if (err.retryAfter !== undefined) void reply.header('Retry-After', String(err.retryAfter));
-  if (ERROR_STATUS[err.code] === 401) void reply.header('WWW-Authenticate', 'Bearer');
-  return reply.status(ERROR_STATUS[err.code]).send(envelope(req, err.code, err.message, err.details));
+  if (err.status === 401) void reply.header('WWW-Authenticate', 'Bearer');
+  return reply.status(err.status).send(envelope(req.id, err));
 }
 
-/** Maps Fastify's own request errors (parsing, limits, content type) to the envelope of conventions §3. */
+/** Maps Fastify's own request errors (parsing, limits, content type) to the error envelope (README "Errors"). */
 function fastifyErrorToAppError(err: FastifyError): AppError {
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return unsupportedMediaType();
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return unreadableBody();
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return invalidJson();
+    case 'FST_ERR_BAD_URL':
+      return malformedUrl();
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return uriTooLong(MAX_PATH_PARAM_LENGTH);
   }
   if (err instanceof SyntaxError || err.statusCode === 400) return invalidJson();
   if (err.statusCode === 413)
@@ -57,9 +110,129 @@ function fastifyErrorToAppError(err: FastifyError): AppError {
   return new AppError('INTERNAL_ERROR', 'Internal server error', { cause: err });
 }
 
+/** Whether the request carries a body (a length above zero, or chunked). */
+function hasBody(req: FastifyRequest): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** The `charset` parameter of a (lowercased) media type, without quotes; undefined when absent. */
+function charsetOf(contentType: string): string | undefined {
+  for (const param of contentType.split(';').slice(1)) {
+    const eq = param.indexOf('=');
+    if (eq > 0 && param.slice(0, eq).trim() === 'charset')
+      return param
+        .slice(eq + 1)
+        .trim()
+        .replace(/^"|"$/g, '');
+  }
+  return undefined;
+}
+
+/**
+ * Bodies are JSON in UTF-8, sent as they are: a `charset` other than UTF-8 or any `Content-Encoding` but
+ * `identity` is refused (415) rather than read as something it is not.
+ */
+function checkBodyEncoding(req: FastifyRequest): void {
+  const ct = req.headers['content-type'];
+  if (ct !== undefined && ct.includes('charset')) {
+    const charset = charsetOf(ct);
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      throw unsupportedMediaType('Request bodies must be JSON encoded as UTF-8 (charset=utf-8)');
+    }
+  }
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    throw unsupportedMediaType('Request bodies must not be compressed (no Content-Encoding but identity)');
+  }
+}
+
+type TaggedRequest = IncomingMessage & { [kRequestId]?: string };
+type HttpSocket = Socket & {
+  [kAnswered]?: true;
+  /** Node's HTTP parser of the connection; `incoming` is the request whose headers it has read. */
+  parser?: { incoming?: TaggedRequest | null } | null;
+  /** The response being written on the connection. */
+  _httpMessage?: ServerResponse | null;
+};
+
+/**
+ * Answers what Node's HTTP server refuses before Fastify sees a request, or while it reads one: parser errors (bad
+ * request line or headers, headers over the limit, broken chunked framing) and the request timeout. The answer is
+ * written on the socket (there is no response object to use) in the error envelope, with the request's id when
+ * Fastify already gave it one, and the connection is closed.
+ */
+function answerClientError(
+  this: FastifyInstance,
+  err: ConnectionError,
+  rawSocket: Socket,
+  timeoutMs: number,
+): void {
+  const socket = rawSocket as HttpSocket;
+  if (err.code === 'ECONNRESET' || socket.destroyed || socket[kAnswered]) return;
+  socket[kAnswered] = true;
+  this.log.debug({ err }, 'client error');
+  const response = socket._httpMessage;
+  const incoming = socket.parser?.incoming ?? (response?.req as TaggedRequest | undefined);
+  // Nothing can be answered once an answer has begun, or when the request being read was answered already (a 415
+  // sent before its body arrived): the connection is only closed.
+  if (!socket.writable || response?.headersSent || (incoming && !response)) {
+    socket.destroy();
+    return;
+  }
+  const appErr =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? requestTimeout(timeoutMs)
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? headersTooLarge(maxHeaderSize)
+        : incoming && BODY_FRAMING_ERRORS.has(err.code)
+          ? unreadableBody()
+          : err.code === 'HPE_INVALID_URL'
+            ? malformedUrl()
+            : malformedRequest();
+  const id = incoming?.[kRequestId] ?? newId('req');
+  const body = JSON.stringify(envelope(id, appErr));
+  const head = [
+    `HTTP/1.1 ${appErr.status} ${STATUS_CODES[appErr.status]}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-Id: ${id}`,
+    'X-Content-Type-Options: nosniff',
+    'Cache-Control: no-store',
+    'Connection: close',
+  ];
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    // The parser still works: the rest of a late request must not reach a route after it was answered.
+    socket.write(`${head.join('\r\n')}\r\n\r\n${body}`);
+    socket.destroy();
+    return;
+  }
+  // The parser stopped at the error. The client may still be sending (a header block over the limit): closing at
+  // once with unread data would reset the connection, losing the answer; it gets a moment to read it first.
+  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+  setTimeout(() => socket.destroy(), 1_000).unref();
+}
+
+export interface BuildOptions {
+  /** REQUEST_TIMEOUT_MS unless set (tests use a short one). */
+  requestTimeoutMs?: number;
+}
+
 /** Builds the HTTP server: `/v1` (REST), `/trpc`, `/v1/openapi.json`, `/docs`, `/healthz`, `/readyz`. */
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const { config } = deps;
+  const requestTimeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  // Node's own timers: the whole request and its headers within the timeout, checked often enough to hold it.
+  const nodeServerOptions = {
+    requestTimeout: requestTimeoutMs,
+    headersTimeout: requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(
+      CONNECTION_CHECK_MS,
+      Math.max(10, Math.floor(requestTimeoutMs / 4)),
+    ),
+  };
+  // Set when the server starts draining (SIGTERM): requests still arriving on open connections are answered 503.
+  let draining = false;
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
     // Per-request log lines only at debug/trace; errors are logged where they are converted.
@@ -67,30 +240,40 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
     }),
     bodyLimit: BODY_LIMIT_BYTES,
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    requestTimeout: requestTimeoutMs,
+    ...(config.tls
+      ? { https: { cert: config.tls.cert, key: config.tls.key, ...nodeServerOptions } }
+      : { http: nodeServerOptions }),
     trustProxy: config.trustProxy,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId('req');
+      const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId('req');
+      (req as TaggedRequest)[kRequestId] = id;
+      return id;
     },
     requestIdHeader: false,
-    // Path parameters are ids; a longer one is answered 404 by its procedure rather than 414 by the router.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
-    ...(config.tls ? { https: { cert: config.tls.cert, key: config.tls.key } } : {}),
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
+    // Answered in the envelope below rather than by Fastify or Node in their own shapes.
+    return503OnClosing: false,
+    frameworkErrors: (err, req, reply) => {
+      setCommonHeaders(req, reply);
+      return sendError(req, reply, fastifyErrorToAppError(err));
+    },
+    clientErrorHandler(err, socket) {
+      answerClientError.call(this as unknown as FastifyInstance, err, socket, requestTimeoutMs);
+    },
+  });
+  app.addHook('preClose', async () => {
+    draining = true;
   });
 
   app.addHook('onRequest', async (req, reply) => {
-    void reply.header('X-Request-Id', req.id);
-    void reply.header('X-Content-Type-Options', 'nosniff');
-    // API answers are per caller (and carry tokens on /auth/*): never stored by a cache (RFC 6749 §5.1).
-    if (
-      (req.url.startsWith('/v1/') || req.url.startsWith('/trpc/')) &&
-      !req.url.startsWith('/v1/openapi.json')
-    )
-      void reply.header('Cache-Control', 'no-store');
+    setCommonHeaders(req, reply);
+    if (draining) throw shuttingDown();
     // Media types are case-insensitive; the REST routes and the /trpc adapter compare them as written.
     const ct = req.headers['content-type'];
     if (ct !== undefined) req.headers['content-type'] = ct.toLowerCase();
+    if (hasBody(req)) checkBodyEncoding(req);
   });
 
   // An absent or empty JSON body is an empty object (POST /auth/logout {} and a bare POST mean the same).

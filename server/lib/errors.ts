@@ -28,17 +28,26 @@ export type ErrorDetail =
   | { resource: string; limit: number; current: number }
   | Record<string, unknown>;
 
+/**
+ * Statuses of transport errors that have no code of their own in the table above: they are answered with this
+ * status and the nearest code (`VALIDATION_ERROR`: the request has to be changed to succeed). See README "Errors".
+ */
+export type TransportStatus = 408 | 414 | 431;
+
 export interface AppErrorOptions {
   details?: ErrorDetail[];
   /** Seconds, for 429 responses. */
   retryAfter?: number;
   cause?: unknown;
+  /** Only for the transport errors answered before any procedure runs (see TransportStatus). */
+  status?: TransportStatus;
 }
 
 /** The one error type services throw. Converted to the wire envelope in one place (server/trpc/init.ts). */
 export class AppError extends Error {
   readonly details: ErrorDetail[] | undefined;
   readonly retryAfter: number | undefined;
+  readonly #status: TransportStatus | undefined;
   constructor(
     public readonly code: ErrorCode,
     message: string,
@@ -48,9 +57,11 @@ export class AppError extends Error {
     this.name = 'AppError';
     this.details = options.details;
     this.retryAfter = options.retryAfter;
+    this.#status = options.status;
   }
+  /** The HTTP status: the code's own, or a transport status (408, 414, 431). */
   get status(): number {
-    return ERROR_STATUS[this.code];
+    return this.#status ?? ERROR_STATUS[this.code];
   }
 }
 
@@ -61,7 +72,34 @@ export const conflict = (message: string, details?: ErrorDetail[]) =>
   new AppError('CONFLICT', message, { details });
 export const validation = (path: string, message: string) =>
   new AppError('VALIDATION_ERROR', message, { details: [{ path, message }] });
-/** A body that is not JSON, or not parseable as JSON (conventions §1, §3); one wording wherever it is detected. */
-export const unsupportedMediaType = () =>
-  new AppError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be sent as Content-Type: application/json');
-export const invalidJson = () => new AppError('INVALID_JSON', 'Request body is not valid JSON');
+/** A body that is not JSON, or not parseable as JSON (README "Errors"); one wording wherever it is detected. */
+export const unsupportedMediaType = (
+  message = 'Request bodies must be sent as Content-Type: application/json',
+) => new AppError('UNSUPPORTED_MEDIA_TYPE', message);
+export const invalidJson = (message = 'Request body is not valid JSON') =>
+  new AppError('INVALID_JSON', message);
+
+// Errors of the HTTP transport, raised before any procedure runs (server/app.ts).
+
+/** A URL whose percent-encoding is not valid UTF-8 (`%E0%A4%A`), or that HTTP itself refuses. */
+export const malformedUrl = () =>
+  new AppError('VALIDATION_ERROR', 'The request URL is malformed (invalid percent-encoding)');
+/** A request the HTTP parser could not read (bad request line, header syntax, framing). */
+export const malformedRequest = () => new AppError('VALIDATION_ERROR', 'Malformed HTTP request');
+/** A body whose framing is broken (chunked encoding, Content-Length): it cannot be read, let alone parsed. */
+export const unreadableBody = () =>
+  invalidJson('Request body could not be read (malformed chunked encoding or length)');
+/** 414: a path segment (an id) longer than the router accepts. */
+export const uriTooLong = (maxSegment: number) =>
+  new AppError('VALIDATION_ERROR', `Request URL too long: a path segment exceeds ${maxSegment} characters`, {
+    status: 414,
+  });
+/** 431: request line and headers over Node's limit. */
+export const headersTooLarge = (maxBytes: number) =>
+  new AppError('VALIDATION_ERROR', `Request line and headers exceed ${maxBytes} bytes`, { status: 431 });
+/** 408: the request did not arrive whole in time (a client trickling its headers or body). */
+export const requestTimeout = (ms: number) =>
+  new AppError('VALIDATION_ERROR', `The request did not arrive whole within ${ms / 1000} s`, { status: 408 });
+/** 503 to a request arriving while the server drains its connections before stopping. */
+export const shuttingDown = () =>
+  new AppError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry the request on a new connection');

@@ -11,6 +11,7 @@ import {
   type ErrorCode,
   type ErrorDetail,
 } from '../lib/errors.js';
+import { checkInput } from '../lib/input-limits.js';
 import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
 import type { Context } from './context.js';
@@ -190,8 +191,24 @@ export function rethrowAsTRPCError(ctx: Context, err: unknown): never {
   throw new TRPCError({ code: TRPC_CODE[app.code], message: app.message, cause: app });
 }
 
-/** Converts every thrown error into a TRPCError whose code gives the right HTTP status. */
-export const errorMiddleware = t.middleware(async ({ next, ctx }) => {
+/**
+ * Refuses the raw input of a call that no schema may receive: text the database cannot store (NUL, lone
+ * surrogates) and nesting beyond the depth limit (server/lib/input-limits.ts), with 400 `VALIDATION_ERROR`. Run by
+ * the one middleware of every base procedure, before the input reaches the procedure's schema, so it covers `/v1`
+ * (body, query and path values), `/trpc` and in-process callers alike.
+ */
+export async function assertAcceptableInput(getRawInput: () => Promise<unknown>): Promise<void> {
+  const err = checkInput(await getRawInput());
+  if (err) throw err;
+}
+
+/** Refuses unacceptable input (assertAcceptableInput) and converts every thrown error into a TRPCError whose code gives the right HTTP status. */
+export const errorMiddleware = t.middleware(async ({ next, ctx, getRawInput }) => {
+  try {
+    await assertAcceptableInput(getRawInput);
+  } catch (err) {
+    rethrowAsTRPCError(ctx, err);
+  }
   const result = await next();
   if (!result.ok) rethrowAsTRPCError(ctx, result.error);
   return result;

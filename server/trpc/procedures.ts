@@ -4,18 +4,38 @@ import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
 import { AppError } from '../lib/errors.js';
 import type { Context } from './context.js';
-import { baseProcedure, errorMiddleware, middleware, rethrowAsTRPCError } from './init.js';
+import {
+  assertAcceptableInput,
+  baseProcedure,
+  errorMiddleware,
+  middleware,
+  rethrowAsTRPCError,
+} from './init.js';
 
-/** Anyone may call. Errors are converted to the one envelope here. */
+/** Anyone may call. Errors are converted to the one envelope here; unacceptable input is refused (init.ts). */
 export const publicProcedure = baseProcedure.use(errorMiddleware).meta({ auth: 'public' });
 
-/** `/auth/*` endpoints: refused over plain HTTP (conventions §4, HTTPS rule). */
-export const authEndpointProcedure = publicProcedure.use(({ ctx, next }) => {
-  if (!ctx.secureTransport) {
-    throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
-  }
-  return next();
-});
+/**
+ * `/auth/*` endpoints anyone may call: refused over plain HTTP (the HTTPS rule, README "Errors"), then as publicProcedure,
+ * in one middleware (so the HTTPS rule answers before any input check, as it does for authenticated procedures).
+ */
+export const authEndpointProcedure = baseProcedure
+  .use(
+    middleware(async ({ ctx, next, getRawInput }) => {
+      try {
+        if (!ctx.secureTransport) {
+          throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
+        }
+        await assertAcceptableInput(getRawInput);
+      } catch (err) {
+        rethrowAsTRPCError(ctx, err);
+      }
+      const result = await next();
+      if (!result.ok) rethrowAsTRPCError(ctx, result.error);
+      return result;
+    }),
+  )
+  .meta({ auth: 'public' });
 
 /**
  * Token → burst limit (memory, before any query) → user, organization and session (one query) → monthly quota.
@@ -57,14 +77,15 @@ function authorize(actor: Actor, required: Requirement): void {
 
 /**
  * Every authenticated procedure goes through this one middleware: error conversion (as errorMiddleware), the HTTPS
- * rule where asked, the caller, then the permission or role it was built with. One hop instead of four: each hop
+ * rule where asked, the caller, the permission or role it was built with, then the check of unacceptable input
+ * (as errorMiddleware; after the caller, as schema validation comes after it). One hop instead of four: each hop
  * through tRPC's middleware chain copies its options and context, which was a tenth of a request's CPU. The
  * requirement is enforced from here, not read back from the meta (which only records it for the security table
  * and the OpenAPI document), so no later `.meta()` can loosen it. The actor is set on the request's own context
  * rather than passed to `next` (which would copy the context again).
  */
 function authenticated(opts: { httpsOnly: boolean } & Requirement) {
-  return middleware(async ({ ctx, next }) => {
+  return middleware(async ({ ctx, next, getRawInput }) => {
     try {
       if (opts.httpsOnly && !ctx.secureTransport) {
         throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
@@ -72,6 +93,7 @@ function authenticated(opts: { httpsOnly: boolean } & Requirement) {
       const actor = await loadActor(ctx);
       authorize(actor, opts);
       ctx.actor = actor;
+      await assertAcceptableInput(getRawInput);
     } catch (err) {
       rethrowAsTRPCError(ctx, err);
     }
