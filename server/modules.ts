@@ -16,5 +16,6 @@ export const modules: readonly ModuleManifest[] = [
   usersModule,
   vpnModule,
   webhooksModule,
+  auditModule,
   coreModule,
 ];

@@ -6,6 +6,7 @@ import { PasswordHasher } from './access/passwords.js';
 import { TokenService, resolveJwtSecret } from './access/tokens.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
+import { auditSubscriber } from './events/audit.js';
 import { createJobQueue } from './jobs/queue.js';
 import type { AppDeps, Logger } from './kit/deps.js';
 import { buildRegistry } from './kit/registry.js';
@@ -55,6 +56,8 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     entities: [...registry.entities],
     migrations: [...registry.migrations],
   });
+  // Every mutation's audit entry is written in the transaction of its change (server/events/audit.ts).
+  db.orm.em.getEventManager().registerSubscriber(auditSubscriber());
   const jwtSecret = resolveJwtSecret(config.jwtSecret, config.dataDir);
   const tokens = new TokenService(jwtSecret);
   const keys = { twoFactor: twoFactorKey(config, jwtSecret) };

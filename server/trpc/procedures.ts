@@ -3,6 +3,7 @@ import { rateLimitHeaders, rateLimitedError } from '../access/api-usage.js';
 import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
 import { AppError } from '../lib/errors.js';
+import { audited, openAuditScope, settleAuditOf } from './audit.js';
 import type { Context } from './context.js';
 import {
   assertAcceptableInput,
@@ -21,7 +22,7 @@ export const publicProcedure = baseProcedure.use(errorMiddleware).meta({ auth: '
  */
 export const authEndpointProcedure = baseProcedure
   .use(
-    middleware(async ({ ctx, next, getRawInput }) => {
+    middleware(async ({ ctx, next, getRawInput, type, path, meta }) => {
       try {
         if (!ctx.secureTransport) {
           throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
@@ -30,7 +31,13 @@ export const authEndpointProcedure = baseProcedure
       } catch (err) {
         rethrowAsTRPCError(ctx, err);
       }
-      const result = await next();
+      // Who acts is learnt as the mutation runs (login, refresh, ...): its service names them (noteAuditActor).
+      const result =
+        type === 'mutation'
+          ? await audited(ctx, openAuditScope(ctx, path, meta, await getRawInput(), undefined), meta, () =>
+              next(),
+            )
+          : await next();
       if (!result.ok) rethrowAsTRPCError(ctx, result.error);
       return result;
     }),
@@ -85,19 +92,30 @@ function authorize(actor: Actor, required: Requirement): void {
  * rather than passed to `next` (which would copy the context again).
  */
 function authenticated(opts: { httpsOnly: boolean } & Requirement) {
-  return middleware(async ({ ctx, next, getRawInput }) => {
+  return middleware(async ({ ctx, next, getRawInput, type, path, meta }) => {
+    let actor: Actor | undefined;
     try {
       if (opts.httpsOnly && !ctx.secureTransport) {
         throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
       }
-      const actor = await loadActor(ctx);
+      actor = await loadActor(ctx);
       authorize(actor, opts);
       ctx.actor = actor;
       await assertAcceptableInput(getRawInput);
     } catch (err) {
+      // A signed-in caller refused a change (403) is in the audit log too.
+      if (type === 'mutation' && actor) {
+        const scope = openAuditScope(ctx, path, meta, await getRawInput().catch(() => undefined), actor);
+        await settleAuditOf(ctx, scope, meta, { ok: false, error: err });
+      }
       rethrowAsTRPCError(ctx, err);
     }
-    const result = await next(ACTOR_SET);
+    const result =
+      type === 'mutation'
+        ? await audited(ctx, openAuditScope(ctx, path, meta, await getRawInput(), actor), meta, () =>
+            next(ACTOR_SET),
+          )
+        : await next(ACTOR_SET);
     if (!result.ok) rethrowAsTRPCError(ctx, result.error);
     return result;
   });

@@ -38,24 +38,25 @@ async function loginAs(deps: AppDeps, email: string, password: string) {
 /** A new organization (on `plan`) with its owner, logged in. */
 export async function createOrg(
   deps: AppDeps,
-  opts: { plan?: PlanId; name?: string } = {},
+  opts: { plan?: PlanId; name?: string; password?: string } = {},
 ): Promise<TestUser> {
   const email = uniqueEmail('owner');
+  const password = opts.password ?? DEFAULT_PASSWORD;
   const em = deps.db.orm.em.fork();
   const user = await createOrganizationWithOwner(deps, em, {
     email,
-    password: DEFAULT_PASSWORD,
+    password,
     name: 'Test Owner',
     organizationName: opts.name ?? 'Test Org',
   });
   if (opts.plan && opts.plan !== 'starter') {
     await em.nativeUpdate(Organization, { id: user.organization.id }, { plan: opts.plan });
   }
-  const res = await loginAs(deps, email, DEFAULT_PASSWORD);
+  const res = await loginAs(deps, email, password);
   return {
     id: user.id,
     email,
-    password: DEFAULT_PASSWORD,
+    password,
     organizationId: user.organization.id,
     role: 'owner',
     token: res.token,

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, MAX_PATH_PARAM_LENGTH, REQUEST_TIMEOUT_MS } from '../../server/app.js';
 import { startServices, stopServices } from '../../server/services.js';
-import type { AppDeps } from '../../server/trpc/context.js';
+import type { AppDeps } from '../../server/kit/deps.js';
 import { testConfig } from '../support/env.js';
 import { createOrg, type TestUser } from '../support/factories.js';
 import { sharedServer, type TestServer } from '../support/server.js';

@@ -3,6 +3,7 @@ import { LoginSession, RefreshToken } from '../../access/session.entity.js';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS } from '../../access/tokens.js';
 import { createUserEntity, User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
+import { noteAuditActor, writeAuditEntry, type AuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, forbidden } from '../../lib/errors.js';
@@ -26,6 +27,21 @@ export const LOGIN_LOCK_MS = 15 * 60_000;
 
 const INVALID_LOGIN = () => new AppError('INVALID_CREDENTIALS', 'Invalid email or password');
 const INVALID_REFRESH = () => new AppError('INVALID_CREDENTIALS', 'Invalid or expired refresh token');
+
+export function auditActor(user: Pick<User, 'id' | 'email' | 'organization'>): AuditActor {
+  return { type: 'user', id: user.id, email: user.email, organizationId: user.organization.id };
+}
+
+/** `auth.login_failed` in the audit log of the user whose email was tried (README, "Audit log"). */
+export async function recordLoginFailure(ctx: RequestContext, user: User): Promise<void> {
+  await writeAuditEntry(ctx.em, {
+    action: 'auth.login_failed',
+    actor: auditActor(user),
+    request: { requestId: ctx.requestId, ip: ctx.ip, userAgent: ctx.userAgent },
+    status: 401,
+    now: ctx.deps.clock.now(),
+  });
+}
 
 export function throttleKey(email: string, ip: string): string {
   return sha256Hex(`${email.toLowerCase()}|${ip}`);
@@ -119,6 +135,8 @@ export async function login(ctx: RequestContext, input: TLoginInput): Promise<TL
     : await ctx.deps.passwords.compareWithDummy(input.password);
   if (!user || !user.passwordHash || !ok || user.status !== 'active') {
     await recordFailure(ctx, key);
+    // In the audit log of the user's organization; an unknown email is recorded nowhere.
+    if (user) await recordLoginFailure(ctx, user);
     throw INVALID_LOGIN();
   }
   // With two-factor on, the password opens a challenge; the tokens come from `POST /auth/2fa/verify`.
@@ -133,6 +151,7 @@ export async function completeLogin(
   throttle: string,
 ): Promise<TLoginOutput> {
   const now = ctx.deps.clock.now();
+  noteAuditActor(auditActor(user));
   const tokens = await ctx.em.transactional(async (em) => {
     await em.execute('delete from login_throttles where key = ?', [throttle]);
     user.lastLogin = now;
@@ -156,6 +175,7 @@ export async function refresh(ctx: RequestContext, input: TRefreshInput): Promis
     if (!token) return { error: INVALID_REFRESH() };
     const session = token.session;
     const user = session.user;
+    noteAuditActor(auditActor(user));
     // Claim the token atomically: of two concurrent uses, exactly one wins; the other is a reuse.
     const claimed = await em.nativeUpdate(RefreshToken, { id: token.id, usedAt: null }, { usedAt: now });
     if (claimed === 0) {
@@ -223,6 +243,7 @@ export async function createOrganizationWithOwner(
       status: 'active',
       permissions: [],
     });
+    noteAuditActor(auditActor(user));
     recordEvent(
       tx,
       userCreated,

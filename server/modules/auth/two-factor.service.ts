@@ -6,12 +6,20 @@ import { loadUserDetail } from '../../access/user.dto.js';
 import { User } from '../../access/user.entity.js';
 import { userUpdated } from '../../access/user.events.js';
 import type { Em } from '../../db/orm.js';
+import { noteAuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
 import type { ActorContext, RequestContext } from '../../kit/deps.js';
 import { decryptSecret, encryptSecret, randomToken, sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { assertNotThrottled, completeLogin, recordFailure, throttleKey } from './auth.service.js';
+import {
+  assertNotThrottled,
+  auditActor,
+  completeLogin,
+  recordFailure,
+  recordLoginFailure,
+  throttleKey,
+} from './auth.service.js';
 import type {
   TLoginOutput,
   TTwoFactorChallengeOutput,
@@ -249,6 +257,7 @@ export async function openLoginChallenge(
   user: User,
 ): Promise<TTwoFactorChallengeOutput> {
   const now = ctx.deps.clock.now();
+  noteAuditActor(auditActor(user));
   const token = randomToken('tfc_', 256);
   ctx.em.create(LoginChallenge, {
     id: newId('chl'),
@@ -314,6 +323,7 @@ export async function verify(ctx: RequestContext, input: TTwoFactorVerifyInput):
   if (outcome === 'void') throw invalidChallenge();
   if (outcome === 'wrong') {
     await recordFailure(ctx, key);
+    await recordLoginFailure(ctx, user);
     throw invalidCode();
   }
   return completeLogin(ctx, user, key);

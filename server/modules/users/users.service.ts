@@ -12,6 +12,7 @@ import {
 import { LoginSession } from '../../access/session.entity.js';
 import { createUserEntity, User, type Role } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
+import { noteAuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, forbidden, notFound } from '../../lib/errors.js';
@@ -357,6 +358,7 @@ export async function acceptInvitation(ctx: RequestContext, input: TAcceptInvita
       )) === 1;
     if (!activated) throw INVALID_INVITATION();
     const u = await em.findOneOrFail(User, invitation.user.id, { refresh: true });
+    noteAuditActor({ type: 'user', id: u.id, email: u.email, organizationId: u.organization.id });
     recordEvent(em, userUpdated, await userDetail(ctx.deps, em, u, now), u.organization.id, now);
     return u;
   });

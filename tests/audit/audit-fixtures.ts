@@ -1,0 +1,160 @@
+import { URI, type TOTP } from 'otpauth';
+import { createUser, uniqueEmail, type TestUser } from '../support/factories.js';
+import type { FakeClock } from '../support/fake-clock.js';
+import type { TestServer } from '../support/server.js';
+
+/**
+ * How each mutation succeeds, for the audit table (tests/audit/audit-table.test.ts): the caller's token and the
+ * input, prepared in `owner`'s organization (enterprise plan). A new mutation fails the table until it has one.
+ */
+export interface AuditCall {
+  /** The caller's access token; none for public procedures. */
+  token?: string;
+  input: unknown;
+  /** The organization whose log gets the entry, when not the owner's (sign-up makes a new one). */
+  organizationOf?: (output: unknown) => string;
+  /** The target the entry must name. */
+  target?: (output: unknown) => { type: string; id: string };
+}
+
+export type AuditFixture = (ctx: { s: TestServer; owner: TestUser; clock: FakeClock }) => Promise<AuditCall>;
+
+const out = (o: unknown) => o as Record<string, Record<string, string>>;
+
+async function connection(s: TestServer, owner: TestUser): Promise<string> {
+  const { connection } = await s
+    .caller(owner.token)
+    .vpn.connections.create({ name: 'audited', location: 'eu-west', protocol: 'openvpn' });
+  return connection.id;
+}
+
+async function webhook(s: TestServer, owner: TestUser): Promise<string> {
+  const { webhook } = await s
+    .caller(owner.token)
+    .webhooks.create({ url: 'https://example.com/audited', events: ['user.created'] });
+  return webhook.id;
+}
+
+/** Two-factor on for `owner`; returns the authenticator (the clock moves past the step used to enable). */
+async function twoFactorOn(s: TestServer, owner: TestUser, clock: FakeClock): Promise<TOTP> {
+  const caller = s.caller(owner.token);
+  const setup = await caller.auth.twoFactor.setup({});
+  const authenticator = URI.parse(setup.otpauth_url) as TOTP;
+  await caller.auth.twoFactor.enable({ code: authenticator.generate({ timestamp: clock.now().getTime() }) });
+  clock.advance(30_000);
+  return authenticator;
+}
+
+export const auditFixtures: Record<string, AuditFixture> = {
+  // Authentication
+  'auth.login': async ({ owner }) => ({ input: { email: owner.email, password: owner.password } }),
+  'auth.register': async () => ({
+    input: {
+      email: uniqueEmail('signup'),
+      password: 'a-good-password',
+      name: 'New',
+      organization_name: 'New Co',
+    },
+    organizationOf: (o) => out(o).user!.organization_id!,
+  }),
+  'auth.refresh': async ({ owner }) => ({ input: { refresh_token: owner.refreshToken } }),
+  'auth.logout': async ({ owner }) => ({ token: owner.token, input: {} }),
+  'auth.twoFactor.setup': async ({ owner }) => ({ token: owner.token, input: {} }),
+  'auth.twoFactor.enable': async ({ s, owner, clock }) => {
+    const setup = await s.caller(owner.token).auth.twoFactor.setup({});
+    const code = (URI.parse(setup.otpauth_url) as TOTP).generate({ timestamp: clock.now().getTime() });
+    return { token: owner.token, input: { code } };
+  },
+  'auth.twoFactor.disable': async ({ s, owner, clock }) => {
+    const authenticator = await twoFactorOn(s, owner, clock);
+    return {
+      token: owner.token,
+      input: { password: owner.password, code: authenticator.generate({ timestamp: clock.now().getTime() }) },
+    };
+  },
+  'auth.twoFactor.verify': async ({ s, owner, clock }) => {
+    const authenticator = await twoFactorOn(s, owner, clock);
+    const login = await s.caller().auth.login({ email: owner.email, password: owner.password });
+    if (!('challenge_token' in login)) throw new Error('expected a challenge');
+    return {
+      input: {
+        challenge_token: login.challenge_token,
+        code: authenticator.generate({ timestamp: clock.now().getTime() }),
+      },
+    };
+  },
+
+  // Users
+  'users.create': async ({ owner }) => ({
+    token: owner.token,
+    input: { email: uniqueEmail('invitee'), name: 'Invitee', role: 'member', send_invitation: false },
+    target: (o) => ({ type: 'user', id: out(o).user!.id! }),
+  }),
+  'users.update': async ({ s, owner }) => {
+    const member = await createUser(s.deps, owner.organizationId);
+    return {
+      token: owner.token,
+      input: { id: member.id, name: 'Renamed' },
+      target: () => ({ type: 'user', id: member.id }),
+    };
+  },
+  'users.delete': async ({ s, owner }) => {
+    const member = await createUser(s.deps, owner.organizationId);
+    return { token: owner.token, input: { id: member.id }, target: () => ({ type: 'user', id: member.id }) };
+  },
+  'users.updatePermissions': async ({ s, owner }) => {
+    const member = await createUser(s.deps, owner.organizationId);
+    return {
+      token: owner.token,
+      input: { id: member.id, permissions: { vpn: { read: true, write: true, delete: false } } },
+    };
+  },
+  'users.acceptInvitation': async ({ s, owner }) => {
+    const invited = await s.caller(owner.token).users.create({
+      email: uniqueEmail('accept'),
+      name: 'Accepting',
+      role: 'member',
+      send_invitation: false,
+    });
+    const token = new URL(invited.invitation_url!).searchParams.get('token')!;
+    return { input: { token, password: 'a-good-password' } };
+  },
+
+  // VPN
+  'vpn.connections.create': async ({ owner }) => ({
+    token: owner.token,
+    input: { name: 'new', location: 'eu-west', protocol: 'openvpn' },
+    target: (o) => ({ type: 'vpn_connection', id: out(o).connection!.id! }),
+  }),
+  'vpn.connections.update': async ({ s, owner }) => {
+    const id = await connection(s, owner);
+    return {
+      token: owner.token,
+      input: { id, name: 'renamed' },
+      target: () => ({ type: 'vpn_connection', id }),
+    };
+  },
+  'vpn.connections.delete': async ({ s, owner }) => {
+    const id = await connection(s, owner);
+    return { token: owner.token, input: { id }, target: () => ({ type: 'vpn_connection', id }) };
+  },
+
+  // Webhooks
+  'webhooks.create': async ({ owner }) => ({
+    token: owner.token,
+    input: { url: 'https://example.com/new', events: ['user.created'] },
+    target: (o) => ({ type: 'webhook', id: out(o).webhook!.id! }),
+  }),
+  'webhooks.update': async ({ s, owner }) => {
+    const id = await webhook(s, owner);
+    return { token: owner.token, input: { id, active: false }, target: () => ({ type: 'webhook', id }) };
+  },
+  'webhooks.delete': async ({ s, owner }) => {
+    const id = await webhook(s, owner);
+    return { token: owner.token, input: { id }, target: () => ({ type: 'webhook', id }) };
+  },
+  'webhooks.test': async ({ s, owner }) => {
+    const id = await webhook(s, owner);
+    return { token: owner.token, input: { id }, target: () => ({ type: 'webhook', id }) };
+  },
+};
