@@ -87,7 +87,7 @@ const ZEnv = z.object({
     .default('info'),
 });
 
-/** Default retry delays of webhook deliveries (conventions §8), in milliseconds. */
+/** Default retry delays of webhook deliveries (README, "Webhooks"), in milliseconds. */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = [
   5_000,
   5 * 60_000,

@@ -1,6 +1,6 @@
 import type { ErrorCode as ServerErrorCode } from '../../server/lib/errors.js';
 
-/** Every `error.code` the API sends (conventions §3), with its HTTP status. */
+/** Every `error.code` the API sends (README, "Errors"), with its HTTP status. */
 export const API_ERROR_STATUS = {
   VALIDATION_ERROR: 400,
   INVALID_JSON: 400,

@@ -126,7 +126,7 @@ type _NoHelperShadowsAModule = Expect<
 
 const TOKEN_CONTEXT_KEY = 'platformAccessToken';
 
-/** The fields of `error.data` that the API sends with every error (conventions §3). */
+/** The fields of `error.data` that the API sends with every error (README, "Errors"). */
 interface WireErrorData {
   code?: unknown;
   httpStatus?: unknown;

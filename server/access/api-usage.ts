@@ -5,7 +5,7 @@ import { AppError } from '../lib/errors.js';
 import { planLimit, type PlanId } from '../lib/plans.js';
 import type { Clock } from '../lib/time.js';
 
-/** Burst window of conventions §7: `RATE_LIMIT_BURST` requests per this many seconds, per login session. */
+/** Burst window (README, "Rate limits and quotas"): `RATE_LIMIT_BURST` requests per this many seconds, per login session. */
 export const BURST_WINDOW_SECONDS = 10;
 /** Counters are written to `api_calls_daily` this often (and at shutdown), never once per request. */
 export const USAGE_FLUSH_INTERVAL_MS = 5_000;
@@ -72,7 +72,7 @@ const registry = new WeakMap<object, ApiUsage>();
 
 /**
  * API calls per organization, user and UTC day (billing usage, `activity.api_calls_30d`), the monthly quota of the
- * plan, and the per-session burst limit (conventions §7).
+ * plan, and the per-session burst limit (README, "Rate limits and quotas").
  *
  * Requests only touch memory: counters are flushed with one upsert every few seconds and at shutdown. The monthly
  * total of an organization is read from the database on its first request and every 30 s after, so that several

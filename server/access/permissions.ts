@@ -18,7 +18,7 @@ export function isPermission(s: string): s is Permission {
 const all = (r: PermissionResource): Permission[] => PERMISSION_LEVELS.map((l) => `${r}:${l}` as Permission);
 
 /**
- * What each role starts with (conventions §5): the one table of role defaults. A user's permission set is
+ * What each role starts with (docs/users-and-permissions.md): the one table of role defaults. A user's permission set is
  * initialised from it when the user is created or changes role, and may then be changed grant by grant. The owner
  * always holds everything, whatever is stored.
  */

@@ -5,12 +5,12 @@ import { isId, type IdPrefix } from '../lib/ids.js';
 import type { Actor } from './actor.js';
 
 /**
- * Tenant and owner scoping (conventions §5), the one place every module takes it from. Scope lives in the query
+ * Tenant and owner scoping (docs/users-and-permissions.md), the one place every module takes it from. Scope lives in the query
  * itself, so a row outside it is simply not found: another organization's id, or for a member another user's, is a
  * 404 and never a 403 that would confirm it exists.
  */
 
-/** True for the roles that act on every resource of their organization (conventions §5). */
+/** True for the roles that act on every resource of their organization (docs/users-and-permissions.md). */
 export function actsOnWholeOrganization(actor: Actor): boolean {
   return actor.role === 'owner' || actor.role === 'admin';
 }

@@ -36,7 +36,7 @@ export const RefreshTokenSchema = defineEntity({
 export class RefreshToken extends RefreshTokenSchema.class {}
 RefreshTokenSchema.setClass(RefreshToken);
 
-/** Failed logins per (email, ip) for throttling (conventions §4). */
+/** Failed logins per (email, ip) for throttling (README, "Calling the API"). */
 export const LoginThrottleSchema = defineEntity({
   name: 'LoginThrottle',
   tableName: 'login_throttles',

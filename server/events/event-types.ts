@@ -1,4 +1,4 @@
-/** Every event name of platform-api.md (Events). */
+/** Every event name a webhook may subscribe to (README, "Webhooks"). */
 export const EVENT_TYPES = [
   'user.created',
   'user.updated',

@@ -1,4 +1,4 @@
-/** Every error code of conventions §3, with its HTTP status. The one table the whole API uses. */
+/** Every error code (README, "Errors"), with its HTTP status. The one table the whole API uses. */
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 400,
   INVALID_JSON: 400,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
-/** Resource prefixes of platform-api.md plus `org`, `evt`, `req`, and internal ones. */
+/** Resource id prefixes of the API plus `org`, `evt`, `req`, and internal ones. */
 export type IdPrefix =
   | 'org'
   | 'usr'

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Paging parameters of conventions §6. */
+/** Paging parameters (README, "Calling the API"). */
 export const DEFAULT_PAGE_LIMIT = 20;
 export const MAX_PAGE_LIMIT = 100;
 /** Keeps `(page - 1) * limit` a safe integer and a sane OFFSET. */
@@ -16,7 +16,7 @@ const ZLimit = z.coerce
 
 /**
  * Query fields of a page list (`?page=1&limit=20`): spread them into the list's query schema, which should be a
- * plain `z.object` (unknown query parameters are ignored, conventions §1). Out of range or non-integer → 400.
+ * plain `z.object` (unknown query parameters are ignored, README, "Calling the API"). Out of range or non-integer → 400.
  * `z.coerce` is explicit because query values arrive as strings over REST and as numbers over `/trpc`.
  */
 export const pageQueryShape = {
@@ -60,7 +60,7 @@ export const cursorResponseShape = {
   has_more: z.boolean().describe('True when more items follow; pass the last id as `starting_after`'),
 };
 
-/** Newest first, ties broken by id (conventions §6): every list uses this order. */
+/** Newest first, ties broken by id (README, "Calling the API"): every list uses this order. */
 export const NEWEST_FIRST = { createdAt: 'desc', id: 'desc' } as const;
 
 export interface Paged<T> {

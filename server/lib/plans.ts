@@ -1,4 +1,4 @@
-/** Plan constants (platform-api.md, Limits): the only place they are written down. */
+/** Plan constants (README, "Rate limits and quotas"): the only place they are written down. */
 export const PLAN_IDS = ['starter', 'pro', 'enterprise'] as const;
 export type PlanId = (typeof PLAN_IDS)[number];
 

@@ -14,7 +14,7 @@ export interface ResponseMeta {
 export interface Context extends RequestContext {
   /** One EntityManager per request, forked from the global one (on first use). */
   em: Em;
-  /** True when the request may use /auth/* under the HTTPS rule (conventions §4). */
+  /** True when the request may use /auth/* under the HTTPS rule (README, "Calling the API"). */
   secureTransport: boolean;
   bearer: string | undefined;
   /** Set by the authenticated base procedures, whose procedures see it as non-null (trpc/procedures.ts). */

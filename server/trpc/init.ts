@@ -21,7 +21,7 @@ export interface AppMeta {
   /** Who may call: set by the base procedures, read by the security-table tests and the OpenAPI post-processing. */
   auth?: 'public' | 'user' | 'permission' | 'role';
   permission?: Permission;
-  /** With `auth: 'role'`: the roles that may call (e.g. webhooks: owner and admin, conventions §5). */
+  /** With `auth: 'role'`: the roles that may call (e.g. webhooks: owner and admin, docs/users-and-permissions.md). */
   roles?: readonly Role[];
   /** Success status other than 200 (README, "Responses"). */
   successStatus?: 201 | 202;
@@ -144,7 +144,7 @@ export function zodToAppError(err: ZodError): AppError {
 }
 
 export interface ErrorData {
-  /** Our error code (conventions §3). */
+  /** Our error code (README, "Errors"). */
   code: ErrorCode;
   httpStatus: number;
   message: string;

@@ -138,7 +138,7 @@ export function requirePermission(permission: Permission) {
 
 /**
  * Authed, and the caller's role is one of `roles`. For resources that no permission string covers (the permission
- * resources are fixed by the contract): webhooks are owner/admin only (conventions §5).
+ * resources are fixed by the contract): webhooks are owner/admin only (docs/users-and-permissions.md).
  */
 export function requireRole(...roles: Role[]) {
   return baseProcedure.use(authenticated({ httpsOnly: false, roles })).meta({ auth: 'role', roles });

@@ -10,7 +10,7 @@ import {
 } from '../../server/access/permissions.js';
 
 describe('permission model (server/access/permissions.ts)', () => {
-  it('has one table of role defaults (conventions §5)', () => {
+  it('has one table of role defaults (docs/users-and-permissions.md)', () => {
     expect(ROLE_DEFAULT_PERMISSIONS.member).to.deep.equal(['vpn:read', 'database:read', 'hosting:read']);
     expect(ROLE_DEFAULT_PERMISSIONS.admin).to.include.members(['users:read', 'users:write', 'users:delete']);
     expect(ROLE_DEFAULT_PERMISSIONS.admin).to.include('billing:read');

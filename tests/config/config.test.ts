@@ -50,7 +50,7 @@ function runMain(
   });
 }
 
-describe('configuration (conventions §10)', () => {
+describe('configuration (README, "Configuration")', () => {
   describe('loadConfig', () => {
     it('has the documented defaults on a development machine', () => {
       const c = loadConfig({});

@@ -74,7 +74,7 @@ function assertCanGrant(actor: Actor, before: Iterable<Permission>, after: Itera
 }
 
 /**
- * The rules of conventions §5 for acting on another user: owner/admin (or a holder of `users:write`) manage
+ * The rules (docs/users-and-permissions.md) for acting on another user: owner/admin (or a holder of `users:write`) manage
  * members; only the owner manages admins; nobody manages the owner here.
  */
 function assertMayManage(actor: Actor, target: User): void {

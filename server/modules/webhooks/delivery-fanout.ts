@@ -2,7 +2,7 @@ import type { Em } from '../../db/orm.js';
 import type { OutboxEvent } from '../../events/outbox.js';
 import { newId } from '../../lib/ids.js';
 
-/** The event body of conventions §8, in its key order. Its bytes are stored and sent unchanged on every attempt. */
+/** The event body (README, "Webhooks"), in its key order. Its bytes are stored and sent unchanged on every attempt. */
 export function eventBody(e: {
   id: string;
   type: string;

@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 
 const SECRET_PREFIX = 'whsec_';
 
-/** `whsec_` + the standard base64 of 32 random bytes (conventions §8; the Standard Webhooks secret format). */
+/** `whsec_` + the standard base64 of 32 random bytes (README, "Webhooks"; the Standard Webhooks secret format). */
 export function newWebhookSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
 }
@@ -43,7 +43,7 @@ export function standardSignature({ secret, body, messageId, timestamp }: SignIn
   return `v1,${mac}`;
 }
 
-/** Every header of a delivery attempt (conventions §8). */
+/** Every header of a delivery attempt (README, "Webhooks"). */
 export function deliveryHeaders(
   input: SignInput & { eventType: string; deliveryId: string; attempt: number },
 ): Record<string, string> {

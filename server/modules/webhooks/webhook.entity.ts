@@ -12,7 +12,7 @@ export const WebhookSchema = defineEntity({
   properties: {
     organization: () => p.manyToOne(Organization).index(),
     url: p.string().length(2048),
-    /** Subscribed event names (platform-api.md, Events). */
+    /** Subscribed event names (README, "Webhooks"). */
     events: p.array(),
     description: p.string().length(500).nullable(),
     /** `whsec_` + base64 of 32 random bytes. Needed in clear to sign deliveries; never serialised. */

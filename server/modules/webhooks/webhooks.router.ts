@@ -16,7 +16,7 @@ import * as webhooks from './webhooks.service.js';
 
 const tags = ['Webhooks'];
 
-/** Webhooks belong to the organization and are managed by its owner and admins (conventions §5). */
+/** Webhooks belong to the organization and are managed by its owner and admins (docs/users-and-permissions.md). */
 const webhookProcedure = requireRole('owner', 'admin');
 
 export const webhooksRouter = router({

@@ -33,7 +33,7 @@ async function start(env: Record<string, string | undefined>): Promise<Running> 
 
 const PRODUCTION = { NODE_ENV: 'production', BCRYPT_COST: '10' };
 
-describe('HTTPS rule for /auth/* (conventions §4)', function () {
+describe('HTTPS rule for /auth/* (README, "Calling the API")', function () {
   this.timeout(60_000);
   const ip = externalIPv4();
 

@@ -6,7 +6,7 @@ import { FakeClock } from '../../support/fake-clock.js';
 import { expectError } from '../../transport/envelope.js';
 
 /**
- * Everything in conventions §4 that depends on time or on settings, on one server whose clock only the test moves,
+ * Everything of authentication that depends on time or on settings, on one server whose clock only the test moves,
  * with sign-up turned off and bcrypt cost 5.
  */
 describe('auth over time (fake clock) and with non-default settings', () => {
