@@ -82,6 +82,7 @@ const ZEnv = z.object({
     }),
   WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', 100, 60_000).default(10_000),
   RATE_LIMIT_BURST: int('RATE_LIMIT_BURST', 1, 1_000_000).default(100),
+  AUDIT_LOG_ENABLED: bool('AUDIT_LOG_ENABLED').default(true),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
     .default('info'),
@@ -124,6 +125,8 @@ export interface Config {
   provisioningDelayMs: number;
   webhook: { allowPrivateTargets: boolean; retryScheduleMs: number[]; timeoutMs: number };
   rateLimitBurst: number;
+  /** False only to measure what the audit log costs (the benchmark); every change is audited otherwise. */
+  auditLogEnabled: boolean;
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -237,6 +240,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: v.WEBHOOK_TIMEOUT_MS,
     },
     rateLimitBurst: v.RATE_LIMIT_BURST,
+    auditLogEnabled: v.AUDIT_LOG_ENABLED,
     logLevel: v.LOG_LEVEL,
   };
 }

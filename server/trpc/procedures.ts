@@ -33,7 +33,7 @@ export const authEndpointProcedure = baseProcedure
       }
       // Who acts is learnt as the mutation runs (login, refresh, ...): its service names them (noteAuditActor).
       const result =
-        type === 'mutation'
+        type === 'mutation' && ctx.deps.config.auditLogEnabled
           ? await audited(ctx, openAuditScope(ctx, path, meta, await getRawInput(), undefined), meta, () =>
               next(),
             )
@@ -104,14 +104,14 @@ function authenticated(opts: { httpsOnly: boolean } & Requirement) {
       await assertAcceptableInput(getRawInput);
     } catch (err) {
       // A signed-in caller refused a change (403) is in the audit log too.
-      if (type === 'mutation' && actor) {
+      if (type === 'mutation' && actor && ctx.deps.config.auditLogEnabled) {
         const scope = openAuditScope(ctx, path, meta, await getRawInput().catch(() => undefined), actor);
         await settleAuditOf(ctx, scope, meta, { ok: false, error: err });
       }
       rethrowAsTRPCError(ctx, err);
     }
     const result =
-      type === 'mutation'
+      type === 'mutation' && ctx.deps.config.auditLogEnabled
         ? await audited(ctx, openAuditScope(ctx, path, meta, await getRawInput(), actor), meta, () =>
             next(ACTOR_SET),
           )

@@ -34,6 +34,7 @@ export function auditActor(user: Pick<User, 'id' | 'email' | 'organization'>): A
 
 /** `auth.login_failed` in the audit log of the user whose email was tried (README, "Audit log"). */
 export async function recordLoginFailure(ctx: RequestContext, user: User): Promise<void> {
+  if (!ctx.deps.config.auditLogEnabled) return;
   await writeAuditEntry(ctx.em, {
     action: 'auth.login_failed',
     actor: auditActor(user),
