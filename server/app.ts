@@ -59,8 +59,10 @@ function fastifyErrorToAppError(err: FastifyError): AppError {
 /** Builds the HTTP server: `/v1` (REST), `/trpc`, `/v1/openapi.json`, `/docs`, `/healthz`, `/readyz`. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config } = deps;
+  // Typed as Fastify's logger interface, not pino's, so that the instance is a plain FastifyInstance.
+  const loggerInstance: FastifyBaseLogger = deps.log;
   const app = Fastify({
-    loggerInstance: deps.log as FastifyBaseLogger,
+    loggerInstance,
     // Per-request log lines only at debug/trace; errors are logged where they are converted.
     logController: new LogController({
       disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
@@ -150,8 +152,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routePrefix: '/docs',
     hooks: {
       // The page's 4 MB script only changes with the package: let browsers keep it for an hour.
-      onRequest: async (req, reply) => {
+      onRequest: (req, reply, done) => {
         if (req.url.startsWith('/docs/js/')) void reply.header('Cache-Control', 'public, max-age=3600');
+        done();
       },
     },
     configuration: {

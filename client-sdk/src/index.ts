@@ -71,13 +71,13 @@ export interface ClientOptions {
 /** The few helpers beside the procedures. */
 export interface ClientHelpers {
   /** `auth.login`, then stores the token pair (and passes it to `onTokens`). */
-  login(email: string, password: string): Promise<RouterOutputs['auth']['login']>;
+  login: (email: string, password: string) => Promise<RouterOutputs['auth']['login']>;
   /** `auth.logout` (revokes the token and its refresh token), then forgets the stored pair. */
-  logout(): Promise<RouterOutputs['auth']['logout']>;
+  logout: () => Promise<RouterOutputs['auth']['logout']>;
   /** Replaces the stored pair (for tokens obtained elsewhere, e.g. `auth.register`); `null` forgets it. */
-  setTokens(tokens: Partial<TokenPair> | null): void;
+  setTokens: (tokens: Partial<TokenPair> | null) => void;
   /** The stored pair (not the one `getToken` returns). */
-  getTokens(): { token: string | undefined; refreshToken: string | undefined };
+  getTokens: () => { token: string | undefined; refreshToken: string | undefined };
 }
 
 /**
@@ -166,7 +166,9 @@ function transportFetch(base: Fetch) {
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     let res: Response;
     try {
-      res = await base(String(input), init ?? {});
+      // tRPC passes the address as a string; the other forms fetch accepts are reduced to theirs.
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      res = await base(url, init ?? {});
     } catch (cause) {
       throw connectionError(cause);
     }

@@ -62,5 +62,5 @@ export async function findScopedOrThrow<T extends object, P extends string = nev
   if (!isId(prefix, id)) throw notFound();
   const row = await em.findOne(entity, { ...scope, id } as never, findOptions as never);
   if (!row) throw notFound();
-  return row as T;
+  return row;
 }

@@ -4,7 +4,7 @@ import { MikroORM, UnderscoreNamingStrategy, type Options } from '@mikro-orm/cor
 import { Migrator } from '@mikro-orm/migrations';
 import type { EntityManager, AbstractSqlDriver } from '@mikro-orm/sql';
 import type { PGlite } from '@electric-sql/pglite';
-import { CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
 import { migrationsList } from './migrations/index.js';
 
@@ -112,7 +112,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   await orm.migrator.up();
   let preparedQuery: Database['preparedQuery'];
   if (pglite) {
-    const client = orm.em.getConnection().getClient() as Kysely<unknown>;
+    const client = orm.em.getConnection().getClient<unknown>();
     preparedQuery = async <T>(_name: string, text: string, values: unknown[]) =>
       (await client.executeQuery<T>(CompiledQuery.raw(text, values))).rows;
   } else {

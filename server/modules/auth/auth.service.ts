@@ -172,8 +172,8 @@ export async function refresh(ctx: Context, input: TRefreshInput): Promise<TRefr
     return { tokens: { access, refresh: refreshValue } };
   });
   // Errors are returned, not thrown, so that the reuse revocation above commits.
-  if ('error' in result) throw result.error;
-  return tokenResponse(result.tokens!);
+  if (result.error) throw result.error;
+  return tokenResponse(result.tokens);
 }
 
 export async function logout(ctx: Context): Promise<{ success: true; message: string }> {

@@ -40,7 +40,7 @@ function notFound(): AppError {
 /** The caller's view of one connection: another tenant's or (for members) another user's is not found. */
 function scopedFilter(actor: Actor, id: string): FilterQuery<VpnConnection> {
   if (!isId('vpn', id)) throw notFound();
-  return { id, ...ownedBy(actor) } as FilterQuery<VpnConnection>;
+  return { id, ...ownedBy(actor) };
 }
 
 /**
