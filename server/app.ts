@@ -173,7 +173,7 @@ function answerClientError(
   socket[kAnswered] = true;
   this.log.debug({ err }, 'client error');
   const response = socket._httpMessage;
-  const incoming = socket.parser?.incoming ?? (response?.req as TaggedRequest | undefined);
+  const incoming: TaggedRequest | undefined = socket.parser?.incoming ?? response?.req;
   // Nothing can be answered once an answer has begun, or when the request being read was answered already (a 415
   // sent before its body arrived): the connection is only closed.
   if (!socket.writable || response?.headersSent || (incoming && !response)) {
@@ -233,8 +233,10 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   };
   // Set when the server starts draining (SIGTERM): requests still arriving on open connections are answered 503.
   let draining = false;
+  // Typed as Fastify's logger interface, not pino's, so that the instance is a plain FastifyInstance.
+  const loggerInstance: FastifyBaseLogger = deps.log;
   const app = Fastify({
-    loggerInstance: deps.log as FastifyBaseLogger,
+    loggerInstance,
     // Per-request log lines only at debug/trace; errors are logged where they are converted.
     logController: new LogController({
       disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
@@ -257,7 +259,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     return503OnClosing: false,
     frameworkErrors: (err, req, reply) => {
       setCommonHeaders(req, reply);
-      return sendError(req, reply, fastifyErrorToAppError(err));
+      void sendError(req, reply, fastifyErrorToAppError(err));
     },
     clientErrorHandler(err, socket) {
       answerClientError.call(this as unknown as FastifyInstance, err, socket, requestTimeoutMs);
@@ -334,8 +336,9 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     routePrefix: '/docs',
     hooks: {
       // The page's 4 MB script only changes with the package: let browsers keep it for an hour.
-      onRequest: async (req, reply) => {
+      onRequest: (req, reply, done) => {
         if (req.url.startsWith('/docs/js/')) void reply.header('Cache-Control', 'public, max-age=3600');
+        done();
       },
     },
     configuration: {

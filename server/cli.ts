@@ -26,8 +26,8 @@ The database is the server's (DATABASE_URL, else the embedded one in DATA_DIR). 
 single-process: stop the server before running a command against it.`;
 
 export interface CliIo {
-  out(line: string): void;
-  err(line: string): void;
+  out: (line: string) => void;
+  err: (line: string) => void;
 }
 
 const consoleIo: CliIo = {

@@ -329,7 +329,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
 
   const components = (doc.components ??= {});
   components.schemas = { ...(components.schemas ?? {}), Error: structuredClone(ERROR_SCHEMA) };
-  components.headers = structuredClone(HEADERS) as never;
+  components.headers = structuredClone(HEADERS);
   const responses: Json = {};
   for (const status of Object.keys(ERROR_RESPONSES).map(Number)) {
     responses[ERROR_RESPONSES[status]!.name] = errorResponse(status);

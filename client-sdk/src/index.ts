@@ -101,15 +101,15 @@ export interface ClientHelpers {
    * `auth.login`, then stores the token pair (and passes it to `onTokens`). For a user with two-factor sign-in on,
    * asks `options.twoFactor` for the code and completes the sign-in, or rejects with {@link TwoFactorRequiredError}.
    */
-  login(email: string, password: string, options?: LoginOptions): Promise<LoginResult>;
+  login: (email: string, password: string, options?: LoginOptions) => Promise<LoginResult>;
   /** `auth.twoFactor.verify` with the challenge of a login, then stores the token pair. */
-  verifyTwoFactor(challengeToken: string, factor: SecondFactor): Promise<LoginResult>;
+  verifyTwoFactor: (challengeToken: string, factor: SecondFactor) => Promise<LoginResult>;
   /** `auth.logout` (revokes the token and its refresh token), then forgets the stored pair. */
-  logout(): Promise<RouterOutputs['auth']['logout']>;
+  logout: () => Promise<RouterOutputs['auth']['logout']>;
   /** Replaces the stored pair (for tokens obtained elsewhere, e.g. `auth.register`); `null` forgets it. */
-  setTokens(tokens: Partial<TokenPair> | null): void;
+  setTokens: (tokens: Partial<TokenPair> | null) => void;
   /** The stored pair (not the one `getToken` returns). */
-  getTokens(): { token: string | undefined; refreshToken: string | undefined };
+  getTokens: () => { token: string | undefined; refreshToken: string | undefined };
 }
 
 /**
@@ -198,7 +198,9 @@ function transportFetch(base: Fetch) {
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     let res: Response;
     try {
-      res = await base(String(input), init ?? {});
+      // tRPC passes the address as a string; the other forms fetch accepts are reduced to theirs.
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      res = await base(url, init ?? {});
     } catch (cause) {
       throw connectionError(cause);
     }

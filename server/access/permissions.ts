@@ -15,7 +15,7 @@ export function isPermission(s: string): s is Permission {
   return (PERMISSIONS as readonly string[]).includes(s);
 }
 
-const all = (r: PermissionResource): Permission[] => PERMISSION_LEVELS.map((l) => `${r}:${l}` as Permission);
+const all = (r: PermissionResource): Permission[] => PERMISSION_LEVELS.map((l) => `${r}:${l}` as const);
 
 /**
  * What each role starts with (docs/users-and-permissions.md): the one table of role defaults. A user's permission set is

@@ -61,5 +61,5 @@ export async function findScopedOrThrow<T extends object, P extends string = nev
   if (!isId(prefix, id)) throw notFound(what);
   const row = await em.findOne(entity, { ...scope, id } as never, findOptions as never);
   if (!row) throw notFound(what);
-  return row as T;
+  return row;
 }

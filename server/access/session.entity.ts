@@ -11,8 +11,8 @@ export const LoginSessionSchema = defineEntity({
   tableName: 'login_sessions',
   extends: BaseSchema,
   properties: {
-    user: () => p.manyToOne(User).index(),
-    expiresAt: p.datetime(3).columnType('timestamptz(3)'),
+    user: () => p.manyToOne(User).index().deleteRule('cascade'),
+    expiresAt: p.datetime(3).columnType('timestamptz(3)').index(),
     revokedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
     ip: p.string().length(64).nullable(),
     userAgent: p.string().length(512).nullable(),
@@ -27,7 +27,7 @@ export const RefreshTokenSchema = defineEntity({
   tableName: 'refresh_tokens',
   extends: BaseSchema,
   properties: {
-    session: () => p.manyToOne(LoginSession).index(),
+    session: () => p.manyToOne(LoginSession).index().deleteRule('cascade'),
     tokenHash: p.string().length(64).unique(),
     expiresAt: p.datetime(3).columnType('timestamptz(3)'),
     usedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),

@@ -68,7 +68,7 @@ export const ZUserDetail = z
 export type TUserDetail = z.infer<typeof ZUserDetail>;
 
 const levelsSchema = (levels: readonly string[]) =>
-  z.object(Object.fromEntries(levels.map((l) => [l, z.boolean()])) as Record<string, z.ZodBoolean>);
+  z.object(Object.fromEntries(levels.map((l) => [l, z.boolean()])));
 
 export const ZPermissionObject = z
   .object(

@@ -11,8 +11,20 @@ export const UserSchema = defineEntity({
   name: 'User',
   tableName: 'users',
   extends: BaseSchema,
+  indexes: [
+    { name: 'users_organization_id_index', properties: ['organization', 'createdAt'] },
+    // The organization's user list: newest first, deleted users left out.
+    // Written as SQL: the ORM reads a descending `id` after a column named `…_id` back as ascending, so it
+    // compares such an index by name only; tests/db/schema-drift.test.ts compares its definition.
+    {
+      name: 'users_organization_list_index',
+      expression:
+        'create index "users_organization_list_index" on "users" ("organization_id", "created_at" desc, "id" desc) where "deleted_at" is null',
+    },
+  ],
+  uniques: [{ name: 'users_email_unique', properties: ['email'], where: { deletedAt: null } }],
   properties: {
-    organization: () => p.manyToOne(Organization).index(),
+    organization: () => p.manyToOne(Organization),
     /**
      * Lower-cased; unique across the platform among users not deleted (a partial unique index, migration 10),
      * because login is by email alone. A deleted user's email can be invited again.

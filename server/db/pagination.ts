@@ -23,7 +23,7 @@ export async function findPage<T extends { id: string; createdAt: Date }>(
     orderBy: NEWEST_FIRST as never,
     ...pageWindow(q),
   });
-  return { items: items as T[], total, page: q.page, limit: q.limit };
+  return { items, total, page: q.page, limit: q.limit };
 }
 
 export interface CursorPaged<T> {

@@ -116,7 +116,7 @@ function emExecutor(em: Em): PgBoss.Db {
       // driver as it is, on the transaction's connection when there is one.
       const runner = em.getTransactionContext<Transaction<unknown>>() ?? em.getConnection().getClient();
       const result = await runner.executeQuery(CompiledQuery.raw(text, values ?? []));
-      return { rows: result.rows as unknown[] };
+      return { rows: result.rows };
     },
   };
 }
@@ -247,7 +247,7 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
     define(def) {
       if (state !== 'new') throw new Error(`job ${def.name} defined after start`);
       if (defs.has(def.name)) throw new Error(`job ${def.name} defined twice`);
-      defs.set(def.name, def as JobDefinition<never>);
+      defs.set(def.name, def);
     },
 
     async send(job, data, opts = {}) {

@@ -114,7 +114,7 @@ export type Resolver = (hostname: string) => Promise<string[]>;
 /** All addresses of a name, as the system resolver (and /etc/hosts) gives them. */
 export const systemResolver: Resolver = (hostname) =>
   new Promise((resolve, reject) => {
-    dns.lookup(hostname, { all: true, verbatim: true }, (err, addresses) => {
+    dns.lookup(hostname, { all: true, order: 'verbatim' }, (err, addresses) => {
       if (err) reject(err);
       else resolve(addresses.map((a) => a.address));
     });

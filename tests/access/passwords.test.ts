@@ -13,9 +13,9 @@ describe('PasswordHasher (bcrypt on worker threads)', () => {
     const [a, b] = await Promise.all([hasher.hash('correct horse'), hasher.hash('correct horse')]);
     expect(a).to.match(/^\$2b\$04\$/);
     expect(a, 'salted').to.not.equal(b);
-    expect(await bcrypt.compare('correct horse', a!)).to.equal(true);
-    expect(await hasher.compare('correct horse', b!)).to.equal(true);
-    expect(await hasher.compare('correct horsE', b!)).to.equal(false);
+    expect(await bcrypt.compare('correct horse', a)).to.equal(true);
+    expect(await hasher.compare('correct horse', b)).to.equal(true);
+    expect(await hasher.compare('correct horsE', b)).to.equal(false);
   });
 
   it('verifies hashes made elsewhere (bcryptjs on the main thread)', async () => {

@@ -12,8 +12,11 @@ const BROWSER_SERVICE_HOST = /(^|\.)(google\.com|googleapis\.com|gstatic\.com|gv
 
 function runChromium(args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(CHROMIUM, args, { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 }, (err, stdout) =>
-      err ? reject(err) : resolve(stdout),
+    execFile(
+      CHROMIUM,
+      args,
+      { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 },
+      (err: Error | null, stdout) => (err ? reject(err) : resolve(stdout)),
     );
   });
 }

@@ -84,7 +84,9 @@ async function callHttp(s: TestServer, p: ProcedureInfo, token: string | undefin
   const fields = { ...((input ?? {}) as Record<string, unknown>) };
   let url = rest.path;
   for (const param of rest.params) {
-    url = url.replace(`{${param}}`, encodeURIComponent(String(fields[param] ?? 'missing')));
+    const value = fields[param];
+    const segment = typeof value === 'string' || typeof value === 'number' ? String(value) : 'missing';
+    url = url.replace(`{${param}}`, encodeURIComponent(segment));
     delete fields[param];
   }
   const hasBody = !['GET', 'DELETE', 'HEAD'].includes(rest.method);
@@ -232,7 +234,7 @@ export function defineSecurityTable(): void {
           );
           denied = await memberWithout(s, owner.organizationId, p.meta.permission!);
         } else if (auth === 'role') {
-          const roles = (p.meta.roles ?? []) as readonly Role[];
+          const roles = p.meta.roles ?? [];
           const outsider = (['member', 'admin'] as const).find((r) => !roles.includes(r));
           if (outsider) denied = await userWith(s, owner.organizationId, outsider, []);
         }

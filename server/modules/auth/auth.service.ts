@@ -202,8 +202,8 @@ export async function refresh(ctx: RequestContext, input: TRefreshInput): Promis
     return { tokens: { access, refresh: refreshValue } };
   });
   // Errors are returned, not thrown, so that the reuse revocation above commits.
-  if ('error' in result) throw result.error;
-  return tokenResponse(result.tokens!);
+  if (result.error) throw result.error;
+  return tokenResponse(result.tokens);
 }
 
 export async function logout(ctx: ActorContext): Promise<{ success: true; message: string }> {

@@ -12,7 +12,7 @@ export const TwoFactorCredentialSchema = defineEntity({
   tableName: 'two_factor_credentials',
   extends: BaseSchema,
   properties: {
-    user: () => p.manyToOne(User).unique(),
+    user: () => p.manyToOne(User).unique().deleteRule('cascade'),
     secret: p.text().nullable().hidden().lazy(),
     pendingSecret: p.text().nullable().hidden().lazy(),
     lastStep: p.bigint('number').nullable(),
@@ -28,7 +28,7 @@ export const RecoveryCodeSchema = defineEntity({
   tableName: 'recovery_codes',
   extends: BaseSchema,
   properties: {
-    user: () => p.manyToOne(User).index(),
+    user: () => p.manyToOne(User).index().deleteRule('cascade'),
     codeHash: p.string().length(64).hidden(),
     usedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
   },
@@ -45,7 +45,7 @@ export const LoginChallengeSchema = defineEntity({
   tableName: 'login_challenges',
   extends: BaseSchema,
   properties: {
-    user: () => p.manyToOne(User).index(),
+    user: () => p.manyToOne(User).index().deleteRule('cascade'),
     tokenHash: p.string().length(64).unique().hidden(),
     expiresAt: p.datetime(3).columnType('timestamptz(3)'),
     failures: p.integer().default(0),

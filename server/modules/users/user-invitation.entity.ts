@@ -12,8 +12,8 @@ export const UserInvitationSchema = defineEntity({
   tableName: 'user_invitations',
   extends: BaseSchema,
   properties: {
-    organization: () => p.manyToOne(Organization).index(),
-    user: () => p.manyToOne(User).index(),
+    organization: () => p.manyToOne(Organization).index().deleteRule('cascade'),
+    user: () => p.manyToOne(User).index().deleteRule('cascade'),
     invitedById: p.string().length(64).nullable(),
     tokenHash: p.string().length(64).unique().hidden(),
     expiresAt: p.datetime(3).columnType('timestamptz(3)'),

@@ -168,12 +168,7 @@ export const ZDeleteUserOutput = z.object({
 });
 
 const levelsPatch = (levels: readonly string[]) =>
-  z.strictObject(
-    Object.fromEntries(levels.map((l) => [l, z.boolean().optional()])) as Record<
-      string,
-      z.ZodOptional<z.ZodBoolean>
-    >,
-  );
+  z.strictObject(Object.fromEntries(levels.map((l) => [l, z.boolean().optional()])));
 
 export const ZUpdatePermissionsInput = z.strictObject({
   id: ZUserId,

@@ -33,7 +33,7 @@ const connectionNotFound = () => notFound('VPN connection');
 /** The caller's view of one connection: another tenant's or (for members) another user's is not found. */
 function scopedFilter(actor: Actor, id: string): FilterQuery<VpnConnection> {
   if (!isId('vpn', id)) throw connectionNotFound();
-  return { id, ...ownedBy(actor) } as FilterQuery<VpnConnection>;
+  return { id, ...ownedBy(actor) };
 }
 
 /**

@@ -11,8 +11,22 @@ export const WebhookDeliverySchema = defineEntity({
   name: 'WebhookDelivery',
   tableName: 'webhook_deliveries',
   extends: BaseSchema,
+  indexes: [
+    // A webhook's deliveries, newest first.
+    // Written as SQL: the ORM reads a descending `id` after a column named `…_id` back as ascending, so it
+    // compares such an index by name only; tests/db/schema-drift.test.ts compares its definition.
+    {
+      name: 'webhook_deliveries_webhook_id_index',
+      expression:
+        'create index "webhook_deliveries_webhook_id_index" on "webhook_deliveries" ("webhook_id", "created_at" desc, "id" desc)',
+    },
+    // The attempt queue.
+    { name: 'webhook_deliveries_due_index', properties: ['nextAttemptAt'], where: { status: 'pending' } },
+  ],
+  // One delivery per event and webhook, however many relays see the event.
+  uniques: [{ name: 'webhook_deliveries_event_webhook_unique', properties: ['eventId', 'webhook'] }],
   properties: {
-    webhook: () => p.manyToOne(Webhook).index().deleteRule('cascade'),
+    webhook: () => p.manyToOne(Webhook).deleteRule('cascade'),
     organizationId: p.string().length(64),
     eventId: p.string().length(64),
     eventType: p.string().length(64),

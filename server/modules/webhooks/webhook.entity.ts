@@ -9,8 +9,9 @@ export const WebhookSchema = defineEntity({
   name: 'Webhook',
   tableName: 'webhooks',
   extends: BaseSchema,
+  indexes: [{ name: 'webhooks_organization_id_index', properties: ['organization', 'createdAt'] }],
   properties: {
-    organization: () => p.manyToOne(Organization).index(),
+    organization: () => p.manyToOne(Organization).deleteRule('cascade'),
     url: p.string().length(2048),
     /** Subscribed event names (README, "Webhooks"). */
     events: p.array(),

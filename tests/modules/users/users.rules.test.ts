@@ -306,6 +306,10 @@ describe('users: role rules, escalation, suspension, deletion, invitations', () 
           'create table if not exists "test_owned_things" ("id" varchar(64) primary key, "organization_id" varchar(64) not null, "user_id" varchar(64) not null)',
         );
     });
+    // The table has no entity: left behind, it would show in the schema diff of a later test on the shared database.
+    after(async () => {
+      await s.deps.db.orm.em.fork().execute('drop table if exists "test_owned_things"');
+    });
     afterEach(() => {
       unregister?.();
       unregister = undefined;
