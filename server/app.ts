@@ -1,5 +1,6 @@
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { isUtf8 } from 'node:buffer';
 import Fastify, {
   LogController,
   type ConnectionError,
@@ -280,9 +281,13 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
 
   // An absent or empty JSON body is an empty object (POST /auth/logout {} and a bare POST mean the same).
   const defaultJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (typeof body === 'string' && body.trim() === '') return done(null, {});
-    return defaultJson(req, body as string, done);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    const bytes = body as Buffer;
+    // Bytes that are not UTF-8 would be read as U+FFFD and stored changed: refused instead.
+    if (!isUtf8(bytes)) return done(invalidJson('Request body is not valid UTF-8'), undefined);
+    const text = bytes.toString('utf8');
+    if (text.trim() === '') return done(null, {});
+    return defaultJson(req, text, done);
   });
   // Body-carrying methods sent with no body and no Content-Type are treated as `{}` rather than refused.
   app.addHook('preValidation', async (req) => {

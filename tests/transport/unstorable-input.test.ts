@@ -170,6 +170,28 @@ describe('input the database cannot store', () => {
     });
   });
 
+  it('refuses a body whose bytes are not UTF-8 with 400 INVALID_JSON, and stores nothing', async () => {
+    const email = uniqueEmail('latin1');
+    const json = JSON.stringify({
+      email,
+      password: 'correct-horse-battery',
+      name: 'Zoë',
+      organization_name: 'Org',
+    });
+    // "Zoë" in Latin-1: the byte 0xEB alone is not UTF-8.
+    const res = await fetch(`${s.baseUrl}/v1/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(json, 'latin1'),
+    });
+    expect(res.status).to.equal(400);
+    const body = (await res.json()) as { error: { code: string; message: string; request_id: string } };
+    expect(body.error.code).to.equal('INVALID_JSON');
+    expect(body.error.message).to.match(/UTF-8/);
+    expect(body.error.request_id).to.equal(res.headers.get('x-request-id'));
+    expect(await count(User, { email })).to.equal(0);
+  });
+
   describe('nesting', () => {
     let org: TestUser;
     let hookId: string;
