@@ -176,6 +176,8 @@ export interface RestOptions {
   /** Absolute URL that `Location` paths are relative to (`PUBLIC_BASE_URL` + `/v1`). */
   locationBase: string;
   createContext(req: FastifyRequest): Context;
+  /** Milliseconds between heartbeat comments of event streams (default 15 s; tests use less). */
+  eventStreamHeartbeatMs?: number;
   /** Sends an error in the envelope (and logs it when unexpected); `ctx` is undefined if it could not be made. */
   sendError(req: FastifyRequest, reply: FastifyReply, err: unknown, ctx: Context | undefined): FastifyReply;
 }
@@ -192,7 +194,10 @@ class EventStreams {
   private readonly writers = new Set<(chunk: string) => void>();
   private heartbeat: NodeJS.Timeout | undefined;
 
-  constructor(app: FastifyInstance) {
+  constructor(
+    app: FastifyInstance,
+    private readonly heartbeatMs: number,
+  ) {
     app.addHook('preClose', async () => {
       for (const end of [...this.open]) end();
     });
@@ -253,7 +258,7 @@ class EventStreams {
     // A comment line every so often keeps proxies and clients from timing the connection out.
     this.heartbeat ??= setInterval(() => {
       for (const w of this.writers) w(': keep-alive\n\n');
-    }, EVENT_STREAM_HEARTBEAT_MS).unref();
+    }, this.heartbeatMs).unref();
     res.on('close', end);
     try {
       release = open(sink);
@@ -269,7 +274,7 @@ class EventStreams {
 /** Registers one Fastify route per `/v1` operation. */
 export function registerRestRoutes(app: FastifyInstance, opts: RestOptions): RestRoute[] {
   const routes = restRoutes(opts.router);
-  const streams = new EventStreams(app);
+  const streams = new EventStreams(app, opts.eventStreamHeartbeatMs ?? EVENT_STREAM_HEARTBEAT_MS);
   for (const route of routes) {
     const url = opts.basePath + route.openapiPath.replace(/\{([^}]+)\}/g, ':$1');
     app.route({
