@@ -372,7 +372,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       const status = meta.successStatus ?? 200;
       const ok = oldResponses['200'] ?? { content: {} };
       const successHeaders: Json = { 'X-Request-Id': headerRef('RequestId') };
-      if (status === 201 || meta.location) successHeaders.Location = headerRef('Location');
+      if (status === 201) successHeaders.Location = headerRef('Location');
       if (!isPublic) {
         successHeaders['RateLimit-Policy'] = headerRef('RateLimitPolicy');
         successHeaders.RateLimit = headerRef('RateLimit');

@@ -119,10 +119,9 @@ const siteProcedures = router({
         description:
           'Queues a build (`queued`); the site builds one deployment at a time, oldest first: `building` after ' +
           'the provisioning delay, then `success` (it becomes live; `hosting.deployment.succeeded`) or `failed` ' +
-          '(`hosting.deployment.failed`). `Location` is the deployment.',
+          '(`hosting.deployment.failed`).',
       },
       successStatus: 202,
-      location: '/hosting/sites/{deployment.site_id}/deployments/{deployment.id}',
     })
     .input(ZDeployInput)
     .output(ZDeploymentOutput)
