@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { IsolationLevel } from '@mikro-orm/core';
 import { findPage } from '../../db/pagination.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext } from '../../kit/deps.js';
@@ -91,17 +92,31 @@ export async function deploy(ctx: ActorContext, input: TDeployInput): Promise<TD
   return { success: true, deployment: toDeploymentDto(deployment, site, deps.config.sitesDomain) };
 }
 
+/**
+ * Reads the site and its deployments in one snapshot, so that `live` (from the site) and the statuses (from the
+ * deployments) agree even while a build ends.
+ */
+function inOneSnapshot<T>(ctx: ActorContext, read: (em: Em) => Promise<T>): Promise<T> {
+  return ctx.em.transactional((tx) => read(tx), {
+    isolationLevel: IsolationLevel.REPEATABLE_READ,
+    readOnly: true,
+  });
+}
+
 export async function listDeployments(
   ctx: ActorContext,
   input: TListDeploymentsInput,
 ): Promise<TListDeploymentsOutput> {
-  const site = await findSiteOrThrow(ctx, input.id);
-  const page = await findPage(
-    ctx.em,
-    HostingDeployment,
-    { site: site.id, ...(input.status ? { status: input.status } : {}) },
-    input,
-  );
+  const { site, page } = await inOneSnapshot(ctx, async (em) => {
+    const site = await findSiteOrThrow({ em, actor: ctx.actor }, input.id);
+    const page = await findPage(
+      em,
+      HostingDeployment,
+      { site: site.id, ...(input.status ? { status: input.status } : {}) },
+      input,
+    );
+    return { site, page };
+  });
   const domain = ctx.deps.config.sitesDomain;
   return {
     success: true,
@@ -116,8 +131,10 @@ export async function getDeployment(
   ctx: ActorContext,
   input: TDeploymentIdInput,
 ): Promise<TDeploymentOutput> {
-  const site = await findSiteOrThrow(ctx, input.id);
-  const d = await findDeploymentOrThrow(ctx.em, site, input.deployment_id);
+  const { site, d } = await inOneSnapshot(ctx, async (em) => {
+    const site = await findSiteOrThrow({ em, actor: ctx.actor }, input.id);
+    return { site, d: await findDeploymentOrThrow(em, site, input.deployment_id) };
+  });
   return { success: true, deployment: toDeploymentDto(d, site, ctx.deps.config.sitesDomain) };
 }
 

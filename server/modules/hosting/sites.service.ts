@@ -95,14 +95,26 @@ async function assertDomainFree(tx: Em, domain: string, exceptSiteId?: string): 
   if (taken > 0) throw domainTaken(domain);
 }
 
-/** Two sites claiming one domain at the same instant: the second commit hits the unique index. */
+/**
+ * The unique index on `domain` refused the insert or update: two sites claimed one domain at the same instant. Told
+ * by PostgreSQL's SQLSTATE and the constraint's name rather than by the ORM's exception class alone, which a second
+ * copy of the ORM in the process would not match.
+ */
+function isDomainClash(err: unknown): boolean {
+  const e = err as { code?: unknown; constraint?: unknown; message?: unknown } | null;
+  if (!e) return false;
+  const unique = err instanceof UniqueConstraintViolationException || e.code === '23505';
+  return (
+    unique &&
+    (e.constraint === 'hosting_sites_domain_unique' || /hosting_sites_domain_unique/.test(String(e.message)))
+  );
+}
+
 async function withDomainConflict<T>(domain: string | null | undefined, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
-    if (domain && err instanceof UniqueConstraintViolationException && /domain/.test(err.message)) {
-      throw domainTaken(domain);
-    }
+    if (domain && isDomainClash(err)) throw domainTaken(domain);
     throw err;
   }
 }
