@@ -83,6 +83,15 @@ const ZEnv = z.object({
   WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', 100, 60_000).default(10_000),
   RATE_LIMIT_BURST: int('RATE_LIMIT_BURST', 1, 1_000_000).default(100),
   AUDIT_LOG_ENABLED: bool('AUDIT_LOG_ENABLED').default(true),
+  SITES_DOMAIN: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(
+      /^(?=.{1,200}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/,
+      'SITES_DOMAIN must be a host name of at least two labels, such as sites.example.com',
+    )
+    .default('sites.example.com'),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
     .default('info'),
@@ -127,6 +136,8 @@ export interface Config {
   rateLimitBurst: number;
   /** False only to measure what the audit log costs (the benchmark); every change is audited otherwise. */
   auditLogEnabled: boolean;
+  /** Sites are served at `https://<slug>.<sitesDomain>` (README, "Hosting"). */
+  sitesDomain: string;
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -241,6 +252,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     rateLimitBurst: v.RATE_LIMIT_BURST,
     auditLogEnabled: v.AUDIT_LOG_ENABLED,
+    sitesDomain: v.SITES_DOMAIN,
     logLevel: v.LOG_LEVEL,
   };
 }

@@ -2,6 +2,7 @@ import { coreModule } from './kit/core.module.js';
 import type { ModuleManifest } from './kit/module.js';
 import { auditModule } from './modules/audit/audit.module.js';
 import { authModule } from './modules/auth/auth.module.js';
+import { hostingModule } from './modules/hosting/hosting.module.js';
 import { usersModule } from './modules/users/users.module.js';
 import { vpnModule } from './modules/vpn/vpn.module.js';
 import { webhooksModule } from './modules/webhooks/webhooks.module.js';
@@ -16,6 +17,7 @@ export const modules: readonly ModuleManifest[] = [
   usersModule,
   vpnModule,
   webhooksModule,
+  hostingModule,
   auditModule,
   coreModule,
 ];

@@ -384,8 +384,19 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
           201: 'Created; `Location` is the URL of the new resource',
           202: 'Accepted; the work goes on in the background',
         }[status];
+      const content = meta.eventStream
+        ? {
+            ...(ok.content as Json),
+            'text/event-stream': {
+              schema: {
+                type: 'string',
+                description: 'Server-Sent Events, when asked for with `Accept: text/event-stream`',
+              },
+            },
+          }
+        : ok.content;
       const newResponses: Record<string, Json> = {
-        [String(status)]: { description: successDescription, headers: successHeaders, content: ok.content },
+        [String(status)]: { description: successDescription, headers: successHeaders, content },
       };
       for (const code of errorStatusesFor(meta, method, op)) {
         const custom = extraDescription(meta, code);

@@ -1,6 +1,13 @@
 import { callTRPCProcedure, type AnyTRPCProcedure, type AnyTRPCRouter } from '@trpc/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { AppError, unsupportedMediaType } from './lib/errors.js';
+import {
+  acceptsEventStream,
+  EVENT_STREAM_HEARTBEAT_MS,
+  formatStreamEvent,
+  type EventSink,
+  type EventStreamRequest,
+} from './lib/event-stream.js';
 import type { Context } from './trpc/context.js';
 import type { Meta } from './trpc/init.js';
 
@@ -17,7 +24,10 @@ import type { Meta } from './trpc/init.js';
  *   a query key given once is a string, repeated an array; a key with an empty value is absent; a single value for
  *   an array field is a one-element array;
  * - the success status is the procedure's `meta.successStatus` (201, 202) or 200; headers a procedure set on
- *   `ctx.response` are sent with the answer, errors included.
+ *   `ctx.response` are sent with the answer, errors included;
+ * - a procedure with `meta.eventStream` asked for `Accept: text/event-stream` may answer with Server-Sent Events
+ *   (server/lib/event-stream.ts): the procedure runs exactly as for JSON, so errors come in the JSON envelope, and
+ *   the stream starts only once it has succeeded.
  * It differs where the library's behaviour was a defect: a body naming a path parameter is refused (the path
  * silently won), a JSON body that is not an object is refused (`null` passed as `{}`), input types are never
  * coerced beyond what a schema declares, and a static path segment wins over a parameter (Fastify's router).
@@ -40,6 +50,8 @@ export interface RestRoute {
   successStatus: number;
   /** `meta.location`: the created resource's path template. */
   location: string | undefined;
+  /** `meta.eventStream`: may answer `Accept: text/event-stream`. */
+  eventStream: boolean;
 }
 
 type ZodLike = { _zod?: { def?: ZodDef } };
@@ -95,6 +107,7 @@ export function restRoutes(router: AnyTRPCRouter): RestRoute[] {
       arrayFields,
       successStatus: meta.successStatus ?? 200,
       location: meta.location,
+      eventStream: meta.eventStream === true,
     };
     routes.push(route);
     if (route.successStatus === 201 && !route.location) {
@@ -137,6 +150,10 @@ function bodyInput(req: FastifyRequest, params: readonly string[]): Record<strin
   return body as Record<string, unknown>;
 }
 
+function singleHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
 /**
  * Fills a `meta.location` template from the procedure's output: `/vpn/connections/{connection.id}` with
  * `{connection: {id: 'vpn_1'}}` gives `/vpn/connections/vpn_1`.
@@ -159,13 +176,105 @@ export interface RestOptions {
   /** Absolute URL that `Location` paths are relative to (`PUBLIC_BASE_URL` + `/v1`). */
   locationBase: string;
   createContext(req: FastifyRequest): Context;
+  /** Milliseconds between heartbeat comments of event streams (default 15 s; tests use less). */
+  eventStreamHeartbeatMs?: number;
   /** Sends an error in the envelope (and logs it when unexpected); `ctx` is undefined if it could not be made. */
   sendError(req: FastifyRequest, reply: FastifyReply, err: unknown, ctx: Context | undefined): FastifyReply;
+}
+
+/** A buffer of this many unsent bytes means the client stopped reading: its stream is ended. */
+const MAX_UNSENT_STREAM_BYTES = 1024 * 1024;
+
+/**
+ * The open event streams of the server: one heartbeat timer for all of them, and every one ended when the server
+ * closes (Fastify's close waits for responses in progress, which a stream never finishes on its own).
+ */
+class EventStreams {
+  private readonly open = new Set<() => void>();
+  private readonly writers = new Set<(chunk: string) => void>();
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(
+    app: FastifyInstance,
+    private readonly heartbeatMs: number,
+  ) {
+    app.addHook('preClose', async () => {
+      for (const end of [...this.open]) end();
+    });
+  }
+
+  /** Commits the response to SSE and hands the stream to the procedure's `open`. */
+  start(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    headers: Record<string, string>,
+    open: NonNullable<EventStreamRequest['open']>,
+  ): void {
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string>),
+      ...headers,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      // Proxies that buffer responses (nginx) pass this one through as it comes.
+      'x-accel-buffering': 'no',
+    });
+    res.flushHeaders();
+    req.raw.socket?.setNoDelay(true);
+
+    let closed = false;
+    let release: (() => void) | undefined;
+    const write = (chunk: string) => {
+      if (closed) return;
+      res.write(chunk);
+      if (res.writableLength > MAX_UNSENT_STREAM_BYTES) end();
+    };
+    const end = () => {
+      if (closed) return;
+      closed = true;
+      this.open.delete(end);
+      this.writers.delete(write);
+      if (this.open.size === 0 && this.heartbeat) {
+        clearInterval(this.heartbeat);
+        this.heartbeat = undefined;
+      }
+      try {
+        release?.();
+      } finally {
+        if (!res.writableEnded) res.end();
+      }
+    };
+    const sink: EventSink = {
+      send: (event) => write(formatStreamEvent(event)),
+      close: end,
+      get closed() {
+        return closed;
+      },
+    };
+    this.open.add(end);
+    this.writers.add(write);
+    // A comment line every so often keeps proxies and clients from timing the connection out.
+    this.heartbeat ??= setInterval(() => {
+      for (const w of this.writers) w(': keep-alive\n\n');
+    }, this.heartbeatMs).unref();
+    res.on('close', end);
+    try {
+      release = open(sink);
+    } catch (err) {
+      req.log.error({ err }, 'event stream failed to start');
+      end();
+    }
+    // The stream may have ended while `open` ran: release what it set up.
+    if (closed) release?.();
+  }
 }
 
 /** Registers one Fastify route per `/v1` operation. */
 export function registerRestRoutes(app: FastifyInstance, opts: RestOptions): RestRoute[] {
   const routes = restRoutes(opts.router);
+  const streams = new EventStreams(app, opts.eventStreamHeartbeatMs ?? EVENT_STREAM_HEARTBEAT_MS);
   for (const route of routes) {
     const url = opts.basePath + route.openapiPath.replace(/\{([^}]+)\}/g, ':$1');
     app.route({
@@ -181,6 +290,8 @@ export function registerRestRoutes(app: FastifyInstance, opts: RestOptions): Res
             ? { ...source, ...(req.params as Record<string, string>) }
             : undefined;
           ctx = opts.createContext(req);
+          const stream = route.eventStream && acceptsEventStream(req.headers.accept);
+          if (stream) ctx.eventStream = { lastEventId: singleHeader(req.headers['last-event-id']) };
           const data: unknown = await callTRPCProcedure({
             router: opts.router,
             path: route.procedurePath,
@@ -190,6 +301,8 @@ export function registerRestRoutes(app: FastifyInstance, opts: RestOptions): Res
             signal: undefined,
             batchIndex: 0,
           });
+          const open = ctx.eventStream?.open;
+          if (stream && open) return streams.start(req, reply, ctx.response.headers, open);
           if (route.location) {
             ctx.response.headers.Location = opts.locationBase + resolveLocation(route.location, data);
           }

@@ -16,6 +16,7 @@ import {
   createPlatformError,
   type ErrorDetail,
 } from './errors.js';
+import { followDeploymentLogs, type DeploymentLogStream, type FollowLogsOptions } from './logs.js';
 import { Session, type IssuedTokens, type RefreshResponse, type TokenPair } from './session.js';
 
 export {
@@ -40,6 +41,7 @@ export {
   type PlatformApiErrorInit,
 } from './errors.js';
 export type { IssuedTokens, TokenPair } from './session.js';
+export type { BuildLogLine, DeploymentLogStream, DeploymentStatus, FollowLogsOptions } from './logs.js';
 export type { AppRouter };
 
 /** Inputs of every procedure: `RouterInputs['auth']['login']`. */
@@ -110,6 +112,16 @@ export interface ClientHelpers {
   setTokens: (tokens: Partial<TokenPair> | null) => void;
   /** The stored pair (not the one `getToken` returns). */
   getTokens: () => { token: string | undefined; refreshToken: string | undefined };
+  /**
+   * Follows a deployment's build log as it is written (Server-Sent Events of
+   * `GET /v1/hosting/sites/{siteId}/deployments/{deploymentId}/logs`): `for await (const line of stream)`, until the
+   * build ends (`stream.status` then holds its final status). Reconnects where it stopped if the connection drops.
+   */
+  followDeploymentLogs: (
+    siteId: string,
+    deploymentId: string,
+    options?: FollowLogsOptions,
+  ) => DeploymentLogStream;
 }
 
 /**
@@ -271,10 +283,10 @@ class PlatformTransport extends TRPCUntypedClient<AppRouter> {
   }
 }
 
-function trpcUrl(baseUrl: string): string {
+function apiUrl(baseUrl: string, path: '/trpc' | '/v1'): string {
   const url = new URL(baseUrl);
-  url.pathname = `${url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '')}/trpc`;
-  return url.toString();
+  url.pathname = `${url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '')}${path}`;
+  return url.toString().replace(/\/$/, '');
 }
 
 /**
@@ -287,7 +299,7 @@ function trpcUrl(baseUrl: string): string {
  * ```
  */
 export function createClient(options: ClientOptions): PlatformClient {
-  const transport = new PlatformTransport(options, trpcUrl(options.baseUrl));
+  const transport = new PlatformTransport(options, apiUrl(options.baseUrl, '/trpc'));
   const { session } = transport;
   const procedures = createTRPCClientProxy<AppRouter>(transport);
 
@@ -322,6 +334,17 @@ export function createClient(options: ClientOptions): PlatformClient {
     },
     setTokens: (tokens) => session.setTokens(tokens),
     getTokens: () => session.getTokens(),
+    followDeploymentLogs: (siteId, deploymentId, followOptions) =>
+      followDeploymentLogs(
+        {
+          restBase: apiUrl(options.baseUrl, '/v1'),
+          fetch: options.fetch ?? ((u, init) => globalThis.fetch(u, init)),
+          authorized: (send) => session.authorized(send),
+        },
+        siteId,
+        deploymentId,
+        followOptions,
+      ),
   };
 
   return new Proxy(Object.create(null) as PlatformClient, {

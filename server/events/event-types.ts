@@ -1,4 +1,4 @@
-/** Every event name a webhook may subscribe to (README, "Webhooks"). */
+/** Every event name a webhook may subscribe to (README, "Webhooks" and "Hosting"). */
 export const EVENT_TYPES = [
   'user.created',
   'user.updated',
@@ -16,5 +16,7 @@ export const EVENT_TYPES = [
   'billing.invoice.paid',
   'billing.invoice.failed',
   'billing.subscription.updated',
+  'hosting.deployment.succeeded',
+  'hosting.deployment.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -5,6 +5,7 @@ import type { PasswordHasher } from '../access/passwords.js';
 import type { TokenService } from '../access/tokens.js';
 import type { Config } from '../config.js';
 import type { Database, Em } from '../db/orm.js';
+import type { EventStreamRequest } from '../lib/event-stream.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { MailDriver } from '../mail/mail-driver.js';
 import type { Clock } from '../lib/time.js';
@@ -50,7 +51,10 @@ export interface RequestInfo {
 }
 
 /** A service call made on behalf of a request from outside (public endpoints: login, register, accept). */
-export interface RequestContext extends ServiceContext, RequestInfo {}
+export interface RequestContext extends ServiceContext, RequestInfo {
+  /** Set when the caller asked a procedure that can stream for Server-Sent Events (server/lib/event-stream.ts). */
+  eventStream?: EventStreamRequest;
+}
 
 /** A service call made by a signed-in caller: `actor` is never null here. */
 export interface ActorContext extends RequestContext {

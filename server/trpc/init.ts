@@ -31,6 +31,11 @@ export interface AppMeta {
    * services never write headers.
    */
   location?: string;
+  /**
+   * The procedure may also answer `Accept: text/event-stream` on `/v1` (server/lib/event-stream.ts): same
+   * authentication, permission, scoping and errors as its JSON answer.
+   */
+  eventStream?: true;
 }
 export type Meta = OpenApiMeta<AppMeta>;
 

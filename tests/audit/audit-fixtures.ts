@@ -1,4 +1,5 @@
 import { URI, type TOTP } from 'otpauth';
+import { GIT_REPO, waitForDeployment } from '../modules/hosting/hosting-helpers.js';
 import { createUser, uniqueEmail, type TestUser } from '../support/factories.js';
 import type { FakeClock } from '../support/fake-clock.js';
 import type { TestServer } from '../support/server.js';
@@ -26,6 +27,20 @@ async function connection(s: TestServer, owner: TestUser): Promise<string> {
     .caller(owner.token)
     .vpn.connections.create({ name: 'audited', location: 'eu-west', protocol: 'openvpn' });
   return connection.id;
+}
+
+async function site(s: TestServer, owner: TestUser): Promise<string> {
+  const { site } = await s
+    .caller(owner.token)
+    .hosting.sites.create({ name: 'Audited site', git_repo: GIT_REPO, framework: 'react' });
+  return site.id;
+}
+
+/** A deployment of `siteId` that finished with `success`. */
+async function builtDeployment(s: TestServer, owner: TestUser, siteId: string): Promise<string> {
+  const { deployment } = await s.caller(owner.token).hosting.sites.deploy({ id: siteId });
+  await waitForDeployment(s.baseUrl, owner.token, siteId, deployment.id, ['success']);
+  return deployment.id;
 }
 
 async function webhook(s: TestServer, owner: TestUser): Promise<string> {
@@ -137,6 +152,44 @@ export const auditFixtures: Record<string, AuditFixture> = {
   'vpn.connections.delete': async ({ s, owner }) => {
     const id = await connection(s, owner);
     return { token: owner.token, input: { id }, target: () => ({ type: 'vpn_connection', id }) };
+  },
+
+  // Hosting
+  'hosting.sites.create': async ({ owner }) => ({
+    token: owner.token,
+    input: { name: 'New site', git_repo: GIT_REPO, framework: 'vue' },
+    target: (o) => ({ type: 'site', id: out(o).site!.id! }),
+  }),
+  'hosting.sites.update': async ({ s, owner }) => {
+    const id = await site(s, owner);
+    return { token: owner.token, input: { id, branch: 'release' }, target: () => ({ type: 'site', id }) };
+  },
+  'hosting.sites.delete': async ({ s, owner }) => {
+    const id = await site(s, owner);
+    return { token: owner.token, input: { id }, target: () => ({ type: 'site', id }) };
+  },
+  'hosting.sites.deploy': async ({ s, owner }) => {
+    const id = await site(s, owner);
+    return {
+      token: owner.token,
+      input: { id, message: 'Audited deploy' },
+      target: () => ({ type: 'site', id }),
+    };
+  },
+  'hosting.sites.rollback': async ({ s, owner }) => {
+    const id = await site(s, owner);
+    const first = await builtDeployment(s, owner, id);
+    await builtDeployment(s, owner, id);
+    return { token: owner.token, input: { id, deployment_id: first }, target: () => ({ type: 'site', id }) };
+  },
+  'hosting.deployments.cancel': async ({ s, owner }) => {
+    const id = await site(s, owner);
+    const { deployment } = await s.caller(owner.token).hosting.sites.deploy({ id });
+    return {
+      token: owner.token,
+      input: { id, deployment_id: deployment.id },
+      target: () => ({ type: 'deployment', id: deployment.id }),
+    };
   },
 
   // Webhooks

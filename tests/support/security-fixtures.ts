@@ -29,6 +29,7 @@
 import type { TestUser } from './factories.js';
 import { createUser } from './factories.js';
 import type { TestServer } from './server.js';
+import { hostingSecurityFixtures } from '../modules/hosting/hosting.security-fixtures.js';
 
 export interface FixtureContext {
   s: TestServer;
@@ -83,6 +84,8 @@ export const securityFixtures: Record<string, SecurityFixture> = {
   'webhooks.delete': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
   'webhooks.deliveries': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
   'webhooks.test': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
+
+  ...hostingSecurityFixtures,
 };
 
 async function otherOrgConnection(s: TestServer, other: TestUser): Promise<string> {

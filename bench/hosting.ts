@@ -1,0 +1,280 @@
+// Hosting figures for `npm run bench` (alone: `npm run bench -- hosting`):
+//   - GET /v1/hosting/sites, one page of 20 out of 1,000 sites of an organization on the enterprise plan, against a
+//     hand-written Fastify + `pg` route doing the same queries (bench/lib/hosting-baseline-server.ts), both on the
+//     same PostgreSQL database in the same run. Target: at least half the baseline's throughput.
+//   - 200 concurrent Server-Sent Events followers of one build's log: the delay from a line's timestamp (taken by
+//     the build step that writes it) to its arrival at each follower (target p99 < 100 ms), and the server's extra
+//     resident memory while they follow (target < 50 MB).
+import nodeHttp from 'node:http';
+import pg from 'pg';
+import type { BenchContext } from './lib/plugin.js';
+import { measureLoad } from './lib/load.js';
+import { freePort, startServerProcess } from './lib/processes.js';
+import { fmt } from './lib/report.js';
+
+const SITES = 1000;
+const TARGET_RATIO = 0.5;
+const PATH = '/v1/hosting/sites?page=1&limit=20';
+const FOLLOWERS = Number(process.env.BENCH_HOSTING_FOLLOWERS ?? 200);
+const BUILDS = Number(process.env.BENCH_HOSTING_BUILDS ?? 3);
+const TARGET_P99_MS = 100;
+const TARGET_EXTRA_RSS_MB = 50;
+
+interface Site {
+  id: string;
+  url: string;
+}
+interface Deployment {
+  id: string;
+  status: string;
+}
+
+async function waitForBuild(ctx: BenchContext, siteId: string, id: string): Promise<Deployment> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const res = await ctx.api<{ deployment: Deployment }>(
+      'GET',
+      `/v1/hosting/sites/${siteId}/deployments/${id}`,
+    );
+    const d = res.body.deployment;
+    if (d && ['success', 'failed', 'canceled'].includes(d.status)) return d;
+    if (Date.now() > deadline) throw new Error(`deployment ${id} did not finish`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * 1,000 sites of the owner: one through the API and deployed (so the row is the real one, live and preview
+ * included), the rest copied from it in one statement, spread over the past month.
+ */
+async function seed(ctx: BenchContext): Promise<void> {
+  const created = await ctx.api<{ site: Site }>('POST', '/v1/hosting/sites', {
+    name: 'Bench site',
+    git_repo: 'https://github.com/acme/bench',
+    framework: 'nextjs',
+    environment_variables: { API_URL: 'https://api.example.com' },
+  });
+  if (created.status !== 201) throw new Error(`creating a site answered ${created.status}`);
+  const id = created.body.site.id;
+  const deployed = await ctx.api<{ deployment: Deployment }>('POST', `/v1/hosting/sites/${id}/deploy`, {});
+  if (deployed.status !== 202) throw new Error(`deploying answered ${deployed.status}`);
+  await waitForBuild(ctx, id, deployed.body.deployment.id);
+  const client = new pg.Client({ connectionString: ctx.databaseUrl });
+  await client.connect();
+  try {
+    await client.query(
+      `insert into hosting_sites (id, created_at, updated_at, organization_id, user_id, name, slug, domain, git_repo,
+          branch, framework, build_command, output_directory, node_version, environment_variables, status,
+          ssl_enabled, live_deployment_id, live_deployment_at, preview_deployment_id, live_since, build_ticket)
+       select 'site_bench' || lpad(i::text, 15, '0'),
+              now() - (i || ' minutes')::interval * 43, now() - (i || ' minutes')::interval * 43,
+              s.organization_id, s.user_id, 'Bench site ' || i, 'bench-site-' || i,
+              case when i % 4 = 0 then 'bench-' || i || '.example.org' end, s.git_repo, s.branch, s.framework,
+              s.build_command, s.output_directory, s.node_version, s.environment_variables, s.status, s.ssl_enabled,
+              case when i % 2 = 0 then s.live_deployment_id end, case when i % 2 = 0 then s.live_deployment_at end,
+              case when i % 2 = 0 then s.preview_deployment_id end, case when i % 2 = 0 then s.live_since end, 0
+         from generate_series(1, $2::int) as i, hosting_sites s
+        where s.id = $1`,
+      [id, SITES - 1],
+    );
+  } finally {
+    await client.end();
+  }
+  const check = await ctx.api<{ sites: Site[]; total: number }>('GET', PATH);
+  if (check.status !== 200 || check.body.total !== SITES || check.body.sites.length !== 20) {
+    throw new Error(`the list answered ${check.status} with total ${check.body.total}`);
+  }
+}
+
+async function listFigures(ctx: BenchContext): Promise<void> {
+  ctx.report.section(`Hosting: GET /v1/hosting/sites (page of 20 of ${fmt(SITES)}), PostgreSQL`);
+  await seed(ctx);
+  const port = await freePort();
+  const baseline = await startServerProcess({
+    name: 'hosting list baseline',
+    script: 'bench/lib/hosting-baseline-server.ts',
+    port,
+    env: { PORT: String(port), DATABASE_URL: ctx.databaseUrl, JWT_SECRET: ctx.jwtSecret },
+  });
+  let base;
+  try {
+    const probe = await fetch(`${baseline.baseUrl}${PATH}`, { headers: ctx.headers });
+    const body = (await probe.json()) as { total: number; sites: unknown[] };
+    const ours = await ctx.api<{ sites: unknown[] }>('GET', PATH);
+    if (probe.status !== 200 || body.total !== SITES) {
+      throw new Error(`baseline answered ${probe.status} with total ${body.total}`);
+    }
+    if (JSON.stringify(body.sites) !== JSON.stringify(ours.body.sites)) {
+      throw new Error('the baseline does not answer the same list');
+    }
+    // The baseline runs while the server under test sits idle.
+    base = await measureLoad({
+      url: `${baseline.baseUrl}${PATH}`,
+      headers: ctx.headers,
+      connections: ctx.settings.connections,
+      durationSec: ctx.settings.durationSec,
+      warmupSec: ctx.settings.warmupSec,
+    });
+  } finally {
+    await baseline.stop();
+  }
+  ctx.report.figure('baseline: Fastify + jsonwebtoken + pg, req/s', base.rps, 'req/s');
+  ctx.report.figure('baseline p50', base.p50, 'ms');
+  ctx.report.figure('baseline p99', base.p99, 'ms');
+
+  const r = await ctx.load({ path: PATH });
+  const min = TARGET_RATIO * base.rps;
+  ctx.report.figure(`GET ${PATH}, ${ctx.settings.connections} connections`, r.rps, 'req/s', {
+    target: `≥ ${fmt(min)} req/s (${TARGET_RATIO} × baseline)`,
+    met: r.rps >= min,
+  });
+  ctx.report.figure('  share of the baseline', (100 * r.rps) / base.rps, '%', {
+    target: `≥ ${TARGET_RATIO * 100} %`,
+    met: r.rps >= min,
+  });
+  ctx.report.figure('  p50', r.p50, 'ms');
+  ctx.report.figure('  p99', r.p99, 'ms');
+  if (r.non2xx || r.errors || base.non2xx || base.errors) {
+    ctx.report.note(
+      `non-2xx or errors: server ${JSON.stringify(r.statusCodes)} / ${r.errors}, ` +
+        `baseline ${JSON.stringify(base.statusCodes)} / ${base.errors}`,
+    );
+  }
+}
+
+interface Follower {
+  /** Delays of the lines written while it was connected (not the backlog it was sent on connecting). */
+  delays: number[];
+  lines: number;
+  /** Lines that were already stored when it connected. */
+  backlog: number;
+  ended: boolean;
+  done: Promise<void>;
+  close(): void;
+}
+
+/** One raw SSE client; records, for every line, now − the line's timestamp. */
+function follow(ctx: BenchContext, path: string): Promise<Follower> {
+  const url = new URL(path, ctx.server.baseUrl);
+  return new Promise((resolve, reject) => {
+    const req = nodeHttp.request(url, {
+      agent: false,
+      headers: { ...ctx.headers, accept: 'text/event-stream' },
+    });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) {
+        reject(new Error(`a follower got ${res.statusCode}`));
+        return;
+      }
+      const connectedAt = Date.now();
+      const f: Follower = {
+        delays: [],
+        lines: 0,
+        backlog: 0,
+        ended: false,
+        done: undefined!,
+        close: () => req.destroy(),
+      };
+      f.done = new Promise((ok) => res.on('close', ok));
+      let buffer = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        const now = Date.now();
+        buffer += chunk;
+        let i: number;
+        while ((i = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, i);
+          buffer = buffer.slice(i + 2);
+          const data = /^data: (.*)$/m.exec(block)?.[1];
+          if (/^event: log$/m.test(block) && data) {
+            f.lines++;
+            const written = Date.parse((JSON.parse(data) as { timestamp: string }).timestamp);
+            if (written >= connectedAt) f.delays.push(now - written);
+            else f.backlog++;
+          } else if (/^event: end$/m.test(block)) f.ended = true;
+        }
+      });
+      resolve(f);
+    });
+    req.end();
+  });
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN;
+
+async function followerFigures(ctx: BenchContext): Promise<void> {
+  ctx.report.section(`Hosting: ${FOLLOWERS} Server-Sent Events followers of one build, ${BUILDS} builds`);
+  const created = await ctx.api<{ site: Site }>('POST', '/v1/hosting/sites', {
+    name: 'Followed site',
+    git_repo: 'https://github.com/acme/followed',
+    framework: 'react',
+  });
+  if (created.status !== 201) throw new Error(`creating a site answered ${created.status}`);
+  const siteId = created.body.site.id;
+  const rssBefore = ctx.server.rssMb() ?? NaN;
+  let rssPeak = rssBefore;
+  const sampler = setInterval(() => {
+    rssPeak = Math.max(rssPeak, ctx.server.rssMb() ?? 0);
+  }, 50);
+  const delays: number[] = [];
+  let complete = 0;
+  let lines = 0;
+  let backlog = 0;
+  try {
+    for (let b = 0; b < BUILDS; b++) {
+      const deployed = await ctx.api<{ deployment: Deployment }>(
+        'POST',
+        `/v1/hosting/sites/${siteId}/deploy`,
+        {},
+      );
+      if (deployed.status !== 202) throw new Error(`deploying answered ${deployed.status}`);
+      const id = deployed.body.deployment.id;
+      const path = `/v1/hosting/sites/${siteId}/deployments/${id}/logs`;
+      // Connected while the deployment is queued, so they see every line as it is written.
+      const followers: Follower[] = [];
+      for (let i = 0; i < FOLLOWERS; i += 50) {
+        followers.push(
+          ...(await Promise.all(
+            Array.from({ length: Math.min(50, FOLLOWERS - i) }, () => follow(ctx, path)),
+          )),
+        );
+      }
+      await Promise.race([
+        Promise.all(followers.map((f) => f.done)),
+        new Promise((r) => setTimeout(r, 60_000)),
+      ]);
+      for (const f of followers) {
+        delays.push(...f.delays);
+        lines += f.lines;
+        backlog += f.backlog;
+        if (f.ended) complete++;
+        f.close();
+      }
+    }
+  } finally {
+    clearInterval(sampler);
+  }
+  delays.sort((a, b) => a - b);
+  ctx.report.figure('lines delivered (all followers, all builds)', lines, 'lines');
+  ctx.report.figure('  of which stored before their follower connected (not timed)', backlog, 'lines');
+  ctx.report.figure('followers that got every line and `end`', complete, `of ${FOLLOWERS * BUILDS}`);
+  ctx.report.figure('delivery delay p50', percentile(delays, 50), 'ms');
+  ctx.report.figure('delivery delay p99', percentile(delays, 99), 'ms', {
+    target: `< ${TARGET_P99_MS} ms`,
+    met: percentile(delays, 99) < TARGET_P99_MS,
+  });
+  ctx.report.figure('delivery delay max', delays.at(-1) ?? NaN, 'ms');
+  const extra = rssPeak - rssBefore;
+  ctx.report.figure('server RSS before the followers', rssBefore, 'MB');
+  ctx.report.figure('  extra RSS while they followed (peak)', extra, 'MB', {
+    target: `< ${TARGET_EXTRA_RSS_MB} MB`,
+    met: extra < TARGET_EXTRA_RSS_MB,
+  });
+}
+
+export async function bench(ctx: BenchContext): Promise<void> {
+  await listFigures(ctx);
+  await followerFigures(ctx);
+}

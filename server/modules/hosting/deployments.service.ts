@@ -1,0 +1,258 @@
+import { randomBytes } from 'node:crypto';
+import { IsolationLevel } from '@mikro-orm/core';
+import { findPage } from '../../db/pagination.js';
+import type { Em } from '../../db/orm.js';
+import type { ActorContext } from '../../kit/deps.js';
+import { AppError } from '../../lib/errors.js';
+import { isId, newId } from '../../lib/ids.js';
+import { appendLogLines, followLogs, logHub, readLogLines, type LogEvent } from './build-logs.js';
+import type { DeploymentStatus } from './hosting.constants.js';
+import { shortId, toDeploymentDto, toSiteDetailDto } from './hosting.dto.js';
+import { completeDeployment, scheduleBuildStep, startNextBuild } from './hosting.jobs.js';
+import { HostingDeployment } from './hosting-deployment.entity.js';
+import { HostingSite } from './hosting-site.entity.js';
+import type {
+  TCancelDeploymentInput,
+  TDeployInput,
+  TDeploymentIdInput,
+  TDeploymentOutput,
+  TListDeploymentsInput,
+  TListDeploymentsOutput,
+  TLogsInput,
+  TLogsOutput,
+  TRollbackInput,
+  TSiteOutput,
+} from './hosting.schema.js';
+import { findSiteOrThrow } from './sites.service.js';
+
+function deploymentNotFound(): AppError {
+  return new AppError('NOT_FOUND', 'Deployment not found');
+}
+
+/** A deployment of `site`; any other id (another site's included) is not found. */
+async function findDeploymentOrThrow(em: Em, site: HostingSite, id: string): Promise<HostingDeployment> {
+  if (!isId('dep', id)) throw deploymentNotFound();
+  const d = await em.findOne(HostingDeployment, { id, site: site.id });
+  if (!d) throw deploymentNotFound();
+  return d;
+}
+
+/**
+ * A new deployment id whose preview address (`<slug>-<short id>`) is no site's own address, so no two sites'
+ * addresses ever meet.
+ */
+async function newDeploymentId(tx: Em, slug: string): Promise<string> {
+  for (;;) {
+    const id = newId('dep');
+    const clash = await tx.count(HostingSite, { slug: `${slug}-${shortId(id)}` });
+    if (clash === 0) return id;
+  }
+}
+
+/**
+ * Queues a build of the site (202): `queued` now; the site's build chain starts it once the builds before it ended
+ * (hosting.jobs.ts). The build settings are those of the site now.
+ */
+export async function deploy(ctx: ActorContext, input: TDeployInput): Promise<TDeploymentOutput> {
+  const { deps } = ctx;
+  const paceMs = deps.config.provisioningDelayMs;
+  const { site, deployment, wake } = await ctx.em.transactional(async (tx) => {
+    const site = await findSiteOrThrow({ em: tx, actor: ctx.actor }, input.id, { lock: true });
+    const now = deps.clock.now();
+    const busy = await tx.count(HostingDeployment, {
+      site: site.id,
+      status: { $in: ['queued', 'building'] },
+    });
+    const deployment = tx.create(HostingDeployment, {
+      id: await newDeploymentId(tx, site.slug),
+      createdAt: now,
+      updatedAt: now,
+      site,
+      status: 'queued',
+      branch: input.branch ?? site.branch,
+      commit: input.commit ?? randomBytes(20).toString('hex'),
+      message: input.message || null,
+      statusMessage: null,
+      gitRepo: site.gitRepo,
+      framework: site.framework,
+      buildCommand: site.buildCommand,
+      outputDirectory: site.outputDirectory,
+      nodeVersion: site.nodeVersion,
+      buildStep: 0,
+      logSeq: 0,
+      startedAt: null,
+      completedAt: null,
+    });
+    // An idle site starts a chain; otherwise the running chain reaches this deployment in turn.
+    const wake =
+      busy === 0 ? await scheduleBuildStep(deps, tx, site, { delayMs: paceMs, paceMs }) : undefined;
+    return { site, deployment, wake };
+  });
+  wake?.();
+  return { success: true, deployment: toDeploymentDto(deployment, site, deps.config.sitesDomain) };
+}
+
+/**
+ * Reads the site and its deployments in one snapshot, so that `live` (from the site) and the statuses (from the
+ * deployments) agree even while a build ends.
+ */
+function inOneSnapshot<T>(ctx: ActorContext, read: (em: Em) => Promise<T>): Promise<T> {
+  return ctx.em.transactional((tx) => read(tx), {
+    isolationLevel: IsolationLevel.REPEATABLE_READ,
+    readOnly: true,
+  });
+}
+
+export async function listDeployments(
+  ctx: ActorContext,
+  input: TListDeploymentsInput,
+): Promise<TListDeploymentsOutput> {
+  const { site, page } = await inOneSnapshot(ctx, async (em) => {
+    const site = await findSiteOrThrow({ em, actor: ctx.actor }, input.id);
+    const page = await findPage(
+      em,
+      HostingDeployment,
+      { site: site.id, ...(input.status ? { status: input.status } : {}) },
+      input,
+    );
+    return { site, page };
+  });
+  const domain = ctx.deps.config.sitesDomain;
+  return {
+    success: true,
+    deployments: page.items.map((d) => toDeploymentDto(d, site, domain)),
+    total: page.total,
+    page: page.page,
+    limit: page.limit,
+  };
+}
+
+export async function getDeployment(
+  ctx: ActorContext,
+  input: TDeploymentIdInput,
+): Promise<TDeploymentOutput> {
+  const { site, d } = await inOneSnapshot(ctx, async (em) => {
+    const site = await findSiteOrThrow({ em, actor: ctx.actor }, input.id);
+    return { site, d: await findDeploymentOrThrow(em, site, input.deployment_id) };
+  });
+  return { success: true, deployment: toDeploymentDto(d, site, ctx.deps.config.sitesDomain) };
+}
+
+/** `Last-Event-ID` as a line number, when the client sent one. */
+function resumeAfter(lastEventId: string | undefined): number | undefined {
+  if (lastEventId === undefined || lastEventId.trim() === '') return undefined;
+  if (!/^\d{1,10}$/.test(lastEventId.trim())) {
+    throw new AppError(
+      'VALIDATION_ERROR',
+      'Invalid request: Last-Event-ID: must be the `seq` of a log line',
+      {
+        details: [{ path: 'Last-Event-ID', message: 'Must be the `seq` of a log line' }],
+      },
+    );
+  }
+  return Number(lastEventId.trim());
+}
+
+/**
+ * A page of a deployment's log after `after`; or, when the caller asked for an event stream, every line after
+ * `Last-Event-ID` (or `after`) as it is written, then `end` with the final status (build-logs.ts).
+ */
+export async function getLogs(ctx: ActorContext, input: TLogsInput): Promise<TLogsOutput> {
+  const { deps } = ctx;
+  const site = await findSiteOrThrow(ctx, input.id);
+  const d = await findDeploymentOrThrow(ctx.em, site, input.deployment_id);
+  const status = d.status as DeploymentStatus;
+  if (ctx.eventStream) {
+    const after = resumeAfter(ctx.eventStream.lastEventId) ?? input.after;
+    const statusOf = async () => {
+      const rows = await deps.db.orm.em
+        .fork()
+        .execute<{ status: DeploymentStatus }[]>(
+          'select "status" from "hosting_deployments" where "id" = ?',
+          [d.id],
+        );
+      return rows[0]?.status ?? null;
+    };
+    ctx.eventStream.open = (sink) => followLogs(deps, d.id, after, statusOf, sink);
+    return { success: true, logs: [], has_more: false, status };
+  }
+  // Read after the status: a final status means every line is already stored.
+  const lines = await readLogLines(ctx.em, d.id, input.after, input.limit + 1);
+  return {
+    success: true,
+    logs: lines.slice(0, input.limit),
+    has_more: lines.length > input.limit,
+    status,
+  };
+}
+
+/**
+ * `queued` or `building` → `canceled` (anything else: 409). A canceled build writes nothing more and never becomes
+ * live; the next queued deployment of the site starts after the provisioning delay.
+ */
+export async function cancelDeployment(
+  ctx: ActorContext,
+  input: TCancelDeploymentInput,
+): Promise<TDeploymentOutput> {
+  const { deps } = ctx;
+  const paceMs = deps.config.provisioningDelayMs;
+  const { site, deployment, event, wake } = await ctx.em.transactional(async (tx) => {
+    const site = await findSiteOrThrow({ em: tx, actor: ctx.actor }, input.id, { lock: true });
+    const d = await findDeploymentOrThrow(tx, site, input.deployment_id);
+    if (d.status !== 'queued' && d.status !== 'building') {
+      throw new AppError(
+        'CONFLICT',
+        `The deployment is ${d.status}: only a queued or building one can be canceled`,
+      );
+    }
+    const wasBuilding = d.status === 'building';
+    const now = deps.clock.now();
+    const lines = await appendLogLines(
+      tx,
+      d.id,
+      d.logSeq,
+      [
+        {
+          stream: 'stdout',
+          message: wasBuilding ? 'Build canceled' : 'Deployment canceled before its build started',
+        },
+      ],
+      now,
+    );
+    d.logSeq += lines.length;
+    completeDeployment(tx, deps, site, d, 'canceled', 'Canceled by request', now);
+    const event: LogEvent = { deploymentId: d.id, lines, status: 'canceled' };
+    await logHub(deps).announce(tx, event);
+    // The step of the canceled build that is queued no longer applies; the next deployment starts in its own time.
+    const wake = wasBuilding ? await startNextBuild(deps, tx, site, paceMs) : undefined;
+    return { site, deployment: d, event, wake };
+  });
+  logHub(deps).publish(event);
+  wake?.();
+  return { success: true, deployment: toDeploymentDto(deployment, site, deps.config.sitesDomain) };
+}
+
+/** An earlier `success` deployment of the site becomes live again, without a build (anything else: 409). */
+export async function rollback(ctx: ActorContext, input: TRollbackInput): Promise<TSiteOutput> {
+  const { deps } = ctx;
+  const site = await ctx.em.transactional(async (tx) => {
+    const site = await findSiteOrThrow({ em: tx, actor: ctx.actor }, input.id, {
+      lock: true,
+      withEnvironment: true,
+    });
+    const d = await findDeploymentOrThrow(tx, site, input.deployment_id);
+    if (d.status !== 'success') {
+      throw new AppError(
+        'CONFLICT',
+        `The deployment is ${d.status}: only a successful deployment can be made live again`,
+      );
+    }
+    if (site.liveDeploymentId === d.id) throw new AppError('CONFLICT', 'The deployment is already live');
+    const now = deps.clock.now();
+    site.liveDeploymentId = d.id;
+    site.liveDeploymentAt = d.completedAt ?? now;
+    site.updatedAt = now;
+    return site;
+  });
+  return { success: true, site: toSiteDetailDto(site, deps.config.sitesDomain, deps.clock.now()) };
+}

@@ -1,0 +1,51 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { BaseSchema } from '../../db/base.entity.js';
+import { DEPLOYMENT_STATUSES, FRAMEWORKS, NODE_VERSIONS } from './hosting.constants.js';
+import { HostingSite } from './hosting-site.entity.js';
+
+/**
+ * One build of a site. The build settings are copied from the site when it is queued, so a later change of the site
+ * applies to the next deployment, not to one already waiting.
+ */
+export const HostingDeploymentSchema = defineEntity({
+  name: 'HostingDeployment',
+  tableName: 'hosting_deployments',
+  extends: BaseSchema,
+  indexes: [
+    // A site's deployments, newest first.
+    {
+      name: 'hosting_deployments_site_id_index',
+      expression:
+        'create index "hosting_deployments_site_id_index" on "hosting_deployments" ("site_id", "created_at" desc, "id" desc)',
+    },
+    // Deployments not finished yet (the build queue, and what a restart resumes).
+    {
+      name: 'hosting_deployments_pending_index',
+      properties: ['site'],
+      where: { status: { $in: ['queued', 'building'] } },
+    },
+  ],
+  properties: {
+    site: () => p.manyToOne(HostingSite).deleteRule('cascade'),
+    status: p.enum(DEPLOYMENT_STATUSES).default('queued'),
+    branch: p.string().length(255),
+    commit: p.string().length(40),
+    message: p.string().length(500).nullable(),
+    /** Why the build failed or was canceled, for humans. */
+    statusMessage: p.string().length(500).nullable(),
+    gitRepo: p.string().length(2048),
+    framework: p.enum(FRAMEWORKS),
+    buildCommand: p.string().length(1000),
+    outputDirectory: p.string().length(255),
+    nodeVersion: p.enum(NODE_VERSIONS),
+    /** The next step of the builder to run while `building` (simulated-hosting.driver.ts). */
+    buildStep: p.integer().default(0),
+    /** The `seq` of the last log line written (lines count from 1). */
+    logSeq: p.integer().default(0),
+    startedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    completedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+  },
+});
+
+export class HostingDeployment extends HostingDeploymentSchema.class {}
+HostingDeploymentSchema.setClass(HostingDeployment);

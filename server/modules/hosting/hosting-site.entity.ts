@@ -1,0 +1,67 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { Organization } from '../../access/organization.entity.js';
+import { User } from '../../access/user.entity.js';
+import { BaseSchema } from '../../db/base.entity.js';
+import { FRAMEWORKS, NODE_VERSIONS, SITE_STATUSES } from './hosting.constants.js';
+
+/**
+ * A site deployed from a Git repository. Its own address is `https://<slug>.<SITES_DOMAIN>`; `domain` is an optional
+ * custom domain, unique across every organization. The build queue of the site is serialised on this row (see
+ * hosting.jobs.ts): `buildTicket` names the one job chain allowed to move its builds on.
+ */
+export const HostingSiteSchema = defineEntity({
+  name: 'HostingSite',
+  tableName: 'hosting_sites',
+  extends: BaseSchema,
+  indexes: [
+    // A user's sites and an organization's, newest first (the list's two scopes).
+    {
+      name: 'hosting_sites_owner_index',
+      expression:
+        'create index "hosting_sites_owner_index" on "hosting_sites" ("organization_id", "user_id", "created_at" desc, "id" desc)',
+    },
+    {
+      name: 'hosting_sites_organization_index',
+      expression:
+        'create index "hosting_sites_organization_index" on "hosting_sites" ("organization_id", "created_at" desc, "id" desc)',
+    },
+  ],
+  uniques: [
+    { name: 'hosting_sites_slug_unique', properties: ['slug'] },
+    // A custom domain belongs to one site of the whole platform; deleting the site frees it.
+    { name: 'hosting_sites_domain_unique', properties: ['domain'] },
+  ],
+  properties: {
+    organization: () => p.manyToOne(Organization).deleteRule('cascade'),
+    /** The owner: the user who created it (or received it when that user was deleted). */
+    user: () => p.manyToOne(User).index(),
+    name: p.string().length(100),
+    /** Label of the site's own address; unique across every organization, kept when the site is renamed. */
+    slug: p.string().length(63),
+    /** Custom domain: unique across every organization while the site exists (its row holds it). */
+    domain: p.string().length(253).nullable(),
+    gitRepo: p.string().length(2048),
+    branch: p.string().length(255),
+    framework: p.enum(FRAMEWORKS),
+    buildCommand: p.string().length(1000),
+    outputDirectory: p.string().length(255),
+    nodeVersion: p.enum(NODE_VERSIONS),
+    /** Name → value, in the order given. `json` (not `jsonb`) keeps that order. */
+    environmentVariables: p.json<Record<string, string>>().columnType('json').lazy(),
+    status: p.enum(SITE_STATUSES).default('active'),
+    sslEnabled: p.boolean().default(true),
+    /** The deployment the site serves: the newest success, or the one a rollback chose. */
+    liveDeploymentId: p.string().length(64).nullable(),
+    /** `completed_at` of the live deployment (the site's `last_deployment`). */
+    liveDeploymentAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    /** The newest successful deployment (the site's `preview_url`). */
+    previewDeploymentId: p.string().length(64).nullable(),
+    /** When a deployment first went live: the simulated traffic starts then (hosting.simulation.ts). */
+    liveSince: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    /** Bumped whenever a build job is queued for this site: only the job carrying the current value acts. */
+    buildTicket: p.integer().default(0),
+  },
+});
+
+export class HostingSite extends HostingSiteSchema.class {}
+HostingSiteSchema.setClass(HostingSite);

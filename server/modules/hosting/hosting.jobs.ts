@@ -1,0 +1,315 @@
+import { LockMode } from '@mikro-orm/core';
+import type { Em } from '../../db/orm.js';
+import { recordEvent } from '../../events/record-event.js';
+import type { AppDeps } from '../../kit/deps.js';
+import { defineJob } from '../../kit/jobs.js';
+import type { JobInfo } from '../../jobs/queue.js';
+import { appendLogLines, logHub, type LogEvent } from './build-logs.js';
+import type { DeploymentStatus } from './hosting.constants.js';
+import type { BuildOutput, BuildSpec, HostingDriver } from './hosting.driver.js';
+import { deploymentUrl, toDeploymentDto } from './hosting.dto.js';
+import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.events.js';
+import { HostingDeployment } from './hosting-deployment.entity.js';
+import { HostingSite } from './hosting-site.entity.js';
+import { HostingUsageRecord } from './hosting-usage-record.entity.js';
+import { SimulatedHostingDriver } from './simulated-hosting.driver.js';
+
+/**
+ * The builds of a site run one at a time, oldest first, as a chain of `hosting.build` jobs, each doing one step:
+ * start the oldest queued deployment (the driver's step 0), run the next step of the building one, and so on; the
+ * step that ends a build queues the start of the next queued deployment, if any.
+ *
+ * Every job is queued in the transaction that decided it, under the site's row lock, and carries the site's
+ * `build_ticket` as bumped by that transaction: a job whose ticket is no longer the site's does nothing. So there is
+ * at most one live chain per site, whatever else is queued (a cancel, a restart or a lost race queues a fresh chain
+ * and retires the old one).
+ *
+ * A step's driver call runs outside any transaction; its output is written in a transaction that locks the site and
+ * checks that the ticket and the step are still those it ran for (a cancel in the meantime discards it). Steps are
+ * idempotent: a step that runs again after a crash writes its lines once.
+ *
+ * Restarts: a stop lets the running step finish (the next one stays queued in the database); at start,
+ * {@link resumeBuilds} queues a fresh chain for every site with unfinished builds, so a build interrupted by a crash
+ * resumes where it was (with a line in its log saying so) instead of staying `building`. A step that keeps failing
+ * ends its build `failed` with the reason in the log.
+ */
+export interface BuildJobData {
+  site_id: string;
+  ticket: number;
+  /** The provisioning delay the chain keeps to (that of the process that queued the first job). */
+  pace_ms: number;
+}
+
+const RETRY_LIMIT = 3;
+
+export const hostingBuildJob = defineJob<BuildJobData>(
+  'hosting.build',
+  (deps, data, job) => advanceBuilds(deps, data, job),
+  { retryLimit: RETRY_LIMIT, retryDelaySeconds: 1, batchSize: 10, expireInSeconds: 300 },
+);
+
+const drivers = new WeakMap<AppDeps, HostingDriver>();
+
+/** The builder of this process: the simulated one unless a test put another. */
+export function hostingDriver(deps: AppDeps): HostingDriver {
+  let driver = drivers.get(deps);
+  if (!driver) {
+    driver = new SimulatedHostingDriver({ allowPrivate: deps.config.webhook.allowPrivateTargets });
+    drivers.set(deps, driver);
+  }
+  return driver;
+}
+
+/** Replaces the builder of a process (tests). */
+export function useHostingDriver(deps: AppDeps, driver: HostingDriver): void {
+  drivers.set(deps, driver);
+}
+
+/** The time between two steps of a building deployment. */
+export function stepDelayMs(paceMs: number, driver: HostingDriver): number {
+  return Math.round(paceMs / Math.max(1, driver.steps - 1));
+}
+
+/**
+ * Retires any queued job of the site's chain and queues the next one, in `tx` (which must hold the site's row lock).
+ * Returns the wake-up to call after commit, so the job runs when due rather than at the queue's next poll.
+ */
+export async function scheduleBuildStep(
+  deps: AppDeps,
+  tx: Em,
+  site: HostingSite,
+  opts: { delayMs: number; paceMs: number },
+): Promise<() => void> {
+  site.buildTicket += 1;
+  await deps.jobs.send(
+    hostingBuildJob,
+    { site_id: site.id, ticket: site.buildTicket, pace_ms: opts.paceMs },
+    { em: tx, delayMs: opts.delayMs },
+  );
+  return () => {
+    setTimeout(() => deps.jobs.notify(hostingBuildJob.name), opts.delayMs + 25).unref();
+  };
+}
+
+/** The oldest deployment of a site waiting to build. */
+function oldestQueued(em: Em, siteId: string): Promise<HostingDeployment | null> {
+  return em.findOne(
+    HostingDeployment,
+    { site: siteId, status: 'queued' },
+    { orderBy: { createdAt: 'asc', id: 'asc' } },
+  );
+}
+
+/**
+ * After a build ended (in `tx`, under the site's lock): queues the start of the oldest deployment still waiting, if
+ * any, `paceMs` from now. Returns the wake-up to call after commit.
+ */
+export async function startNextBuild(
+  deps: AppDeps,
+  tx: Em,
+  site: HostingSite,
+  paceMs: number,
+): Promise<() => void> {
+  if (!(await oldestQueued(tx, site.id))) return () => undefined;
+  return scheduleBuildStep(deps, tx, site, { delayMs: paceMs, paceMs });
+}
+
+/**
+ * Ends a deployment (`success`, `failed` or `canceled`) inside `tx`, which holds the site's row lock: its time is
+ * recorded for the usage report, a success becomes the site's live and preview deployment, and the event of the
+ * outcome is recorded in the same transaction.
+ */
+export function completeDeployment(
+  tx: Em,
+  deps: AppDeps,
+  site: HostingSite,
+  d: HostingDeployment,
+  outcome: Exclude<DeploymentStatus, 'queued' | 'building'>,
+  reason: string | null,
+  now: Date,
+): void {
+  d.status = outcome;
+  d.statusMessage = reason ? reason.slice(0, 500) : null;
+  d.completedAt = now;
+  d.updatedAt = now;
+  if (d.startedAt) {
+    tx.create(HostingUsageRecord, {
+      resourceId: d.id,
+      organization: site.organization,
+      kind: 'build',
+      siteId: site.id,
+      startedAt: d.startedAt,
+      endedAt: now,
+    });
+  }
+  if (outcome === 'success') {
+    site.liveDeploymentId = d.id;
+    site.liveDeploymentAt = now;
+    site.previewDeploymentId = d.id;
+    site.liveSince ??= now;
+    site.updatedAt = now;
+  }
+  const domain = deps.config.sitesDomain;
+  if (outcome === 'success') {
+    recordEvent(tx, hostingDeploymentSucceeded, toDeploymentDto(d, site, domain), site.organization.id, now);
+  } else if (outcome === 'failed') {
+    recordEvent(tx, hostingDeploymentFailed, toDeploymentDto(d, site, domain), site.organization.id, now);
+  }
+}
+
+function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployment): BuildSpec {
+  return {
+    deploymentId: d.id,
+    siteId: site.id,
+    gitRepo: d.gitRepo,
+    branch: d.branch,
+    commit: d.commit,
+    framework: d.framework,
+    buildCommand: d.buildCommand,
+    outputDirectory: d.outputDirectory,
+    nodeVersion: d.nodeVersion,
+    environmentVariableNames: Object.keys(site.environmentVariables ?? {}),
+    url: deploymentUrl(site.slug, d.id, deps.config.sitesDomain),
+  };
+}
+
+/** What a committed step leaves to do: hand its lines to followers, wake the next job. */
+type AfterCommit = () => void;
+
+async function lockSite(tx: Em, siteId: string): Promise<HostingSite | null> {
+  return tx.findOne(HostingSite, siteId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+}
+
+/** Writes `output` and the outcome of a step, and queues what follows. Inside `tx`, under the site's lock. */
+async function applyStep(
+  deps: AppDeps,
+  tx: Em,
+  site: HostingSite,
+  d: HostingDeployment,
+  step: number,
+  result:
+    | { state: 'running'; output: BuildOutput[] }
+    | { state: 'succeeded'; output: BuildOutput[] }
+    | { state: 'failed'; output: BuildOutput[]; reason: string },
+  paceMs: number,
+): Promise<AfterCommit> {
+  const driver = hostingDriver(deps);
+  const now = deps.clock.now();
+  if (d.status === 'queued') {
+    d.status = 'building';
+    d.startedAt = now;
+  }
+  const lines = await appendLogLines(tx, d.id, d.logSeq, result.output, now);
+  d.logSeq += lines.length;
+  d.updatedAt = now;
+  const event: LogEvent = { deploymentId: d.id, lines };
+  let wake: () => void;
+  if (result.state === 'running') {
+    d.buildStep = step + 1;
+    wake = await scheduleBuildStep(deps, tx, site, { delayMs: stepDelayMs(paceMs, driver), paceMs });
+  } else {
+    const outcome = result.state === 'succeeded' ? 'success' : 'failed';
+    completeDeployment(tx, deps, site, d, outcome, result.state === 'failed' ? result.reason : null, now);
+    event.status = outcome;
+    wake = await startNextBuild(deps, tx, site, paceMs);
+  }
+  const hub = logHub(deps);
+  await hub.announce(tx, event);
+  return () => {
+    hub.publish(event);
+    wake();
+  };
+}
+
+/** One job of a site's chain: the next step of its building deployment, or the start of the oldest queued one. */
+export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: JobInfo): Promise<void> {
+  const em = deps.db.orm.em.fork();
+  const site = await em.findOne(HostingSite, data.site_id, { populate: ['environmentVariables'] });
+  if (!site || site.buildTicket !== data.ticket) return;
+  const building = await em.findOne(HostingDeployment, { site: site.id, status: 'building' });
+  const current = building ?? (await oldestQueued(em, site.id));
+  if (!current) return;
+  const step = building ? current.buildStep : 0;
+  const driver = hostingDriver(deps);
+
+  let result: Awaited<ReturnType<HostingDriver['runStep']>>;
+  try {
+    result = await driver.runStep(step, buildSpecOf(deps, site, current));
+  } catch (err) {
+    if ((job?.retryCount ?? RETRY_LIMIT) >= RETRY_LIMIT) {
+      deps.log.error({ err, deployment: current.id, step }, 'build step failed for good');
+      result = {
+        state: 'failed',
+        output: [{ stream: 'stderr', message: 'Build failed: the builder stopped responding' }],
+        reason: 'The builder stopped responding',
+      };
+    } else {
+      throw err;
+    }
+  }
+
+  const after = await em.fork().transactional(async (tx): Promise<AfterCommit | undefined> => {
+    const s = await lockSite(tx, data.site_id);
+    if (!s || s.buildTicket !== data.ticket) return undefined;
+    const d = await tx.findOne(HostingDeployment, { id: current.id, site: s.id });
+    const unchanged =
+      d &&
+      (building ? d.status === 'building' && d.buildStep === step : d.status === 'queued') &&
+      // Starting: nothing else may have started meanwhile.
+      (building || (await tx.count(HostingDeployment, { site: s.id, status: 'building' })) === 0);
+    if (!unchanged) {
+      // The deployment was canceled (or another started) while the step ran: look again at once.
+      const wake = await scheduleBuildStep(deps, tx, s, { delayMs: 0, paceMs: data.pace_ms });
+      return wake;
+    }
+    return applyStep(deps, tx, s, d, step, result, data.pace_ms);
+  });
+  after?.();
+}
+
+/**
+ * At start: a fresh chain for every site with unfinished builds. A build that was `building` goes on from the step
+ * it had reached, and says so in its log.
+ */
+export async function resumeBuilds(deps: AppDeps): Promise<number> {
+  const rows = await deps.db.orm.em
+    .fork()
+    .execute<{ site_id: string }[]>(
+      `select distinct "site_id" from "hosting_deployments" where "status" in ('queued', 'building')`,
+    );
+  const paceMs = deps.config.provisioningDelayMs;
+  const driver = hostingDriver(deps);
+  for (const { site_id } of rows) {
+    const after = await deps.db.orm.em.fork().transactional(async (tx) => {
+      const site = await lockSite(tx, site_id);
+      if (!site) return undefined;
+      const building = await tx.findOne(HostingDeployment, { site: site.id, status: 'building' });
+      let event: LogEvent | undefined;
+      if (building) {
+        const now = deps.clock.now();
+        const lines = await appendLogLines(
+          tx,
+          building.id,
+          building.logSeq,
+          [{ stream: 'stdout', message: 'The build service restarted; resuming the build where it stopped' }],
+          now,
+        );
+        building.logSeq += lines.length;
+        building.updatedAt = now;
+        event = { deploymentId: building.id, lines };
+        await logHub(deps).announce(tx, event);
+      }
+      const wake = await scheduleBuildStep(deps, tx, site, {
+        delayMs: building ? stepDelayMs(paceMs, driver) : paceMs,
+        paceMs,
+      });
+      return () => {
+        if (event) logHub(deps).publish(event);
+        wake();
+      };
+    });
+    after?.();
+  }
+  if (rows.length > 0) deps.log.info({ sites: rows.length }, 'resumed unfinished builds');
+  return rows.length;
+}

@@ -1,0 +1,46 @@
+import type { AppDeps } from '../../kit/deps.js';
+import { defineModule } from '../../kit/module.js';
+import { logHub } from './build-logs.js';
+import { HostingBuildLog } from './hosting-build-log.entity.js';
+import { HostingDeployment } from './hosting-deployment.entity.js';
+import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.events.js';
+import { hostingBuildJob, resumeBuilds } from './hosting.jobs.js';
+import { hostingRouter } from './hosting.router.js';
+import { HostingSite } from './hosting-site.entity.js';
+import { hostingUsageReporter } from './hosting.usage.js';
+import { HostingUsageRecord } from './hosting-usage-record.entity.js';
+import { Migration20261121000060_hosting } from './migrations/Migration20261121000060_hosting.js';
+
+/** The name of the worker that resumes builds at start and relays build log notifications. */
+export const HOSTING_BUILDS_WORKER = 'hosting.builds';
+
+export const hostingModule = defineModule({
+  name: 'hosting',
+  router: hostingRouter,
+  entities: [HostingSite, HostingDeployment, HostingBuildLog, HostingUsageRecord],
+  migrations: [{ name: 'Migration20261121000060_hosting', class: Migration20261121000060_hosting }],
+  jobs: [hostingBuildJob],
+  workers: [
+    {
+      name: HOSTING_BUILDS_WORKER,
+      async start(deps: AppDeps) {
+        // One LISTEN connection per process for every follower of a build log (PostgreSQL).
+        const hub = logHub(deps);
+        await hub.start();
+        // Builds a stop or a crash interrupted go on (hosting.jobs.ts).
+        await resumeBuilds(deps);
+        return { stop: () => hub.stop() };
+      },
+    },
+  ],
+  events: [hostingDeploymentSucceeded, hostingDeploymentFailed],
+  // Deleting a user moves their sites to the user who deleted them (deployments and logs follow their site).
+  ownedResources: [{ table: 'hosting_sites' }],
+  usage: [
+    {
+      feature: 'hosting_sites',
+      count: (em, organizationId) => em.count(HostingSite, { organization: organizationId }),
+    },
+  ],
+  usageReport: hostingUsageReporter,
+});

@@ -1,0 +1,211 @@
+import { router } from '../../trpc/init.js';
+import { requirePermission } from '../../trpc/procedures.js';
+import {
+  ZCancelDeploymentInput,
+  ZCreateSiteInput,
+  ZDeleteSiteOutput,
+  ZDeployInput,
+  ZDeploymentIdInput,
+  ZDeploymentOutput,
+  ZListDeploymentsInput,
+  ZListDeploymentsOutput,
+  ZListSitesInput,
+  ZListSitesOutput,
+  ZLogsInput,
+  ZLogsOutput,
+  ZRollbackInput,
+  ZSiteIdInput,
+  ZSiteOutput,
+  ZUpdateSiteInput,
+} from './hosting.schema.js';
+import * as deployments from './deployments.service.js';
+import * as sites from './sites.service.js';
+
+const tags = ['Hosting'];
+
+const siteProcedures = router({
+  list: requirePermission('hosting:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/hosting/sites',
+        tags,
+        summary: 'List sites',
+        description:
+          'Newest first, paged. Owners and admins see every site of the organization (`user_id` narrows it to ' +
+          'one user’s); members see their own.',
+      },
+    })
+    .input(ZListSitesInput)
+    .output(ZListSitesOutput)
+    .query(({ ctx, input }) => sites.listSites(ctx, input)),
+
+  create: requirePermission('hosting:write')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/hosting/sites',
+        tags,
+        summary: 'Create a site',
+        description:
+          'The site gets its address `https://<slug>.<SITES_DOMAIN>` (slug made from the name, unique) and ' +
+          'framework defaults for `build_command` and `output_directory`. Nothing is built until ' +
+          '`POST /hosting/sites/{id}/deploy`. Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`.',
+        errorResponses: {
+          402: 'The plan allows no more sites; details name `{resource, limit, current}`',
+          409: '`domain` is already used by another site',
+        },
+      },
+      successStatus: 201,
+      location: '/hosting/sites/{site.id}',
+    })
+    .input(ZCreateSiteInput)
+    .output(ZSiteOutput)
+    .mutation(({ ctx, input }) => sites.createSite(ctx, input)),
+
+  get: requirePermission('hosting:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/hosting/sites/{id}',
+        tags,
+        summary: 'A site (detail view)',
+        description:
+          'With its build settings, environment variables and simulated traffic of the last 24 hours.',
+      },
+    })
+    .input(ZSiteIdInput)
+    .output(ZSiteOutput)
+    .query(({ ctx, input }) => sites.getSite(ctx, input)),
+
+  update: requirePermission('hosting:write')
+    .meta({
+      openapi: {
+        method: 'PUT',
+        path: '/hosting/sites/{id}',
+        tags,
+        summary: 'Change a site',
+        description:
+          'Fields given are changed; the others stay. `environment_variables` replaces the whole set. Changes ' +
+          'apply to the next deployment.',
+        errorResponses: { 409: '`domain` is already used by another site' },
+      },
+    })
+    .input(ZUpdateSiteInput)
+    .output(ZSiteOutput)
+    .mutation(({ ctx, input }) => sites.updateSite(ctx, input)),
+
+  delete: requirePermission('hosting:delete')
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/hosting/sites/{id}',
+        tags,
+        summary: 'Delete a site',
+        description: 'Its deployments and logs go with it; its custom domain is free again at once.',
+      },
+    })
+    .input(ZSiteIdInput)
+    .output(ZDeleteSiteOutput)
+    .mutation(({ ctx, input }) => sites.deleteSite(ctx, input)),
+
+  deploy: requirePermission('hosting:write')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/hosting/sites/{id}/deploy',
+        tags,
+        summary: 'Deploy a site',
+        description:
+          'Queues a build (`queued`); the site builds one deployment at a time, oldest first: `building` after ' +
+          'the provisioning delay, then `success` (it becomes live; `hosting.deployment.succeeded`) or `failed` ' +
+          '(`hosting.deployment.failed`).',
+      },
+      successStatus: 202,
+    })
+    .input(ZDeployInput)
+    .output(ZDeploymentOutput)
+    .mutation(({ ctx, input }) => deployments.deploy(ctx, input)),
+
+  rollback: requirePermission('hosting:write')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/hosting/sites/{id}/rollback',
+        tags,
+        summary: 'Make an earlier deployment live again',
+        description:
+          'Without a build. `deployment_id` must be a `success` deployment of this site that is not live.',
+        errorResponses: { 409: 'The deployment is not a success, or is already live' },
+      },
+    })
+    .input(ZRollbackInput)
+    .output(ZSiteOutput)
+    .mutation(({ ctx, input }) => deployments.rollback(ctx, input)),
+});
+
+const deploymentProcedures = router({
+  list: requirePermission('hosting:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/hosting/sites/{id}/deployments',
+        tags,
+        summary: "List a site's deployments",
+        description: 'Newest first, paged (`page`, `limit`), with `total`.',
+      },
+    })
+    .input(ZListDeploymentsInput)
+    .output(ZListDeploymentsOutput)
+    .query(({ ctx, input }) => deployments.listDeployments(ctx, input)),
+
+  get: requirePermission('hosting:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/hosting/sites/{id}/deployments/{deployment_id}',
+        tags,
+        summary: 'A deployment',
+      },
+    })
+    .input(ZDeploymentIdInput)
+    .output(ZDeploymentOutput)
+    .query(({ ctx, input }) => deployments.getDeployment(ctx, input)),
+
+  logs: requirePermission('hosting:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/hosting/sites/{id}/deployments/{deployment_id}/logs',
+        tags,
+        summary: "A deployment's build log",
+        description:
+          'Lines after `after`, at most `limit`. With `Accept: text/event-stream` the lines stream as ' +
+          'Server-Sent Events as they are written (`id: <seq>`, `event: log`, the line as JSON `data`), resuming ' +
+          'after `Last-Event-ID` (or `after`), and end with `event: end`, data `{"status": "<final status>"}`. ' +
+          'Comment lines keep an idle stream open every 15 s.',
+      },
+      eventStream: true,
+    })
+    .input(ZLogsInput)
+    .output(ZLogsOutput)
+    .query(({ ctx, input }) => deployments.getLogs(ctx, input)),
+
+  cancel: requirePermission('hosting:write')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/hosting/sites/{id}/deployments/{deployment_id}/cancel',
+        tags,
+        summary: 'Cancel a deployment',
+        description:
+          'A `queued` or `building` deployment becomes `canceled`; it writes nothing more and never goes live.',
+        errorResponses: { 409: 'The deployment already succeeded, failed or was canceled' },
+      },
+    })
+    .input(ZCancelDeploymentInput)
+    .output(ZDeploymentOutput)
+    .mutation(({ ctx, input }) => deployments.cancelDeployment(ctx, input)),
+});
+
+export const hostingRouter = router({ sites: siteProcedures, deployments: deploymentProcedures });
