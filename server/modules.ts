@@ -1,6 +1,7 @@
 import { coreModule } from './kit/core.module.js';
 import type { ModuleManifest } from './kit/module.js';
 import { authModule } from './modules/auth/auth.module.js';
+import { databasesModule } from './modules/databases/databases.module.js';
 import { usersModule } from './modules/users/users.module.js';
 import { vpnModule } from './modules/vpn/vpn.module.js';
 import { webhooksModule } from './modules/webhooks/webhooks.module.js';
@@ -14,6 +15,7 @@ export const modules: readonly ModuleManifest[] = [
   authModule,
   usersModule,
   vpnModule,
+  databasesModule,
   webhooksModule,
   coreModule,
 ];

@@ -1,4 +1,5 @@
 import { authRouter } from './modules/auth/auth.router.js';
+import { databasesRouter } from './modules/databases/databases.router.js';
 import { usersRouter } from './modules/users/users.router.js';
 import { vpnRouter } from './modules/vpn/vpn.router.js';
 import { webhooksRouter } from './modules/webhooks/webhooks.router.js';
@@ -9,6 +10,7 @@ export const appRouter = router({
   auth: authRouter,
   users: usersRouter,
   vpn: vpnRouter,
+  databases: databasesRouter,
   webhooks: webhooksRouter,
 });
 
