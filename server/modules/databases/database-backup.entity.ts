@@ -23,6 +23,11 @@ export const DatabaseBackupSchema = defineEntity({
     },
   ],
   properties: {
+    /**
+     * Set by the code that changes the row, from the app clock (`deps.clock`), rather than by the base entity's
+     * `onUpdate` hook: bookkeeping (the backup schedule, `last_backup`) does not move it.
+     */
+    updatedAt: p.datetime(3).columnType('timestamptz(3)'),
     organization: () => p.manyToOne(Organization).deleteRule('cascade').index(),
     database: () => p.manyToOne(ManagedDatabase).deleteRule('cascade'),
     type: p.enum(BACKUP_TYPES),

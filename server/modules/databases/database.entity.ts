@@ -46,6 +46,11 @@ export const ManagedDatabaseSchema = defineEntity({
     },
   ],
   properties: {
+    /**
+     * Set by the code that changes the row, from the app clock (`deps.clock`), rather than by the base entity's
+     * `onUpdate` hook: bookkeeping (the backup schedule, `last_backup`) does not move it.
+     */
+    updatedAt: p.datetime(3).columnType('timestamptz(3)'),
     organization: () => p.manyToOne(Organization).deleteRule('cascade'),
     /** The owner: the user who created it (or received it when that user was deleted). */
     user: () => p.manyToOne(User).index(),

@@ -57,11 +57,18 @@ export const databasesUsageReporter: UsageReporter = {
 
   async report(em, organizationId, period, now) {
     const rows = await periodsIn(em, organizationId, period, now);
-    const asOf = Math.min(period.end.getTime(), now.getTime());
+    // The current period: what is billed now (as the plan counter counts it). A closed one: what was billed
+    // until its end.
+    const current = now.getTime() < period.end.getTime();
+    const end = period.end.getTime();
+    const billed = (r: { started: number; ended: number | null }) =>
+      current
+        ? r.started <= now.getTime() && (r.ended === null || r.ended > now.getTime())
+        : r.started < end && (r.ended === null || r.ended >= end);
     const live = new Map<string, DatabaseSize>();
     let computeHours = 0;
     for (const r of rows) {
-      if (r.started <= asOf && (r.ended === null || r.ended > asOf)) live.set(r.database_id, r.size);
+      if (billed(r)) live.set(r.database_id, r.size);
       computeHours += (SIZE_SPECS[r.size].vcpus * r.ms) / 3_600_000;
     }
     let storage = 0;
