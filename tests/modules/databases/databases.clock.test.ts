@@ -29,14 +29,14 @@ const HOUR = 3_600_000;
 /**
  * Time-driven behaviour on a server whose clock only moves when told to (the fake clock stamps backups, expiries,
  * deletion dates and usage), with short real intervals for the jobs: BACKUP_INTERVAL 1 s, DATABASE_DELETION_GRACE
- * 2 s.
+ * 5 s.
  */
 describe('Databases: automatic backups, expiry, removal and usage (fake clock)', function () {
   this.timeout(90_000);
   let s: TestServer;
   const clock = new FakeClock('2026-11-21T08:00:00.000Z');
   before(async () => {
-    s = await startTestServer({ clock, env: { BACKUP_INTERVAL: '1s', DATABASE_DELETION_GRACE: '2s' } });
+    s = await startTestServer({ clock, env: { BACKUP_INTERVAL: '1s', DATABASE_DELETION_GRACE: '5s' } });
   });
   after(async () => {
     await s?.close();
@@ -120,9 +120,9 @@ describe('Databases: automatic backups, expiry, removal and usage (fake clock)',
     await waitBackupCompleted(s.baseUrl, owner.token, d.id, manual.id);
     const deletion = await http(s.baseUrl, 'DELETE', `/v1/databases/${d.id}`, { token: owner.token });
     expect(deletion.status).to.equal(202);
-    expect(Date.parse(deletion.body.deletion_scheduled) - clock.now().getTime()).to.equal(2000);
+    expect(Date.parse(deletion.body.deletion_scheduled) - clock.now().getTime()).to.equal(5000);
 
-    // DATABASE_DELETION_GRACE later (2 s), the removal job runs.
+    // DATABASE_DELETION_GRACE later (5 s), the removal job runs.
     await waitFor(async () => {
       const res = await http(s.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
       return res.status === 404 ? true : undefined;
@@ -175,7 +175,7 @@ describe('Databases: automatic backups, expiry, removal and usage (fake clock)',
     const owner = await createOrg(s.deps);
     const d = await runningDatabase(s.baseUrl, owner.token, { backup_enabled: false });
     await http(s.baseUrl, 'DELETE', `/v1/databases/${d.id}`, { token: owner.token });
-    clock.advance(2000);
+    clock.advance(5000);
     const done = await sweepDatabases(s.deps);
     expect(done.removedDatabases).to.be.at.least(1);
     expect((await http(s.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token })).status).to.equal(
@@ -186,7 +186,7 @@ describe('Databases: automatic backups, expiry, removal and usage (fake clock)',
     expect(final).to.include({ type: 'final', status: 'completed' });
     expect(await eventsOf(s.deps, owner.organizationId, 'database.backup.completed')).to.have.length(1);
     // The removal job, when it comes, finds nothing to do.
-    await sleep(2500);
+    await sleep(5500);
     expect(await eventsOf(s.deps, owner.organizationId, 'database.backup.completed')).to.have.length(1);
   });
 

@@ -6,7 +6,7 @@ import { testConfig, usingPostgres } from '../../support/env.js';
 import { createOrg, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
-import { eventsOf, scratchPostgres, storedBackups, waitFor } from './databases-helpers.js';
+import { eventsOf, scratchPostgres, storedBackups, storedDatabase, waitFor } from './databases-helpers.js';
 
 /**
  * Every change in flight when the server stops is finished by the next start, on the same database (a PGlite
@@ -29,8 +29,8 @@ describe(`Databases across a restart (${usingPostgres ? 'PostgreSQL' : 'PGlite'}
 
   it('finishes provisioning, a resize, a backup and a scheduled deletion after the next start', async () => {
     const config = testConfig({
-      PROVISIONING_DELAY_MS: '3000',
-      DATABASE_DELETION_GRACE: '3s',
+      PROVISIONING_DELAY_MS: '8000',
+      DATABASE_DELETION_GRACE: '12s',
       DATABASE_URL: scratch?.url,
     });
     const first: TestServer = await startTestServer({ config, pgliteDataDir: pgliteDir });
@@ -82,7 +82,7 @@ describe(`Databases across a restart (${usingPostgres ? 'PostgreSQL' : 'PGlite'}
         return res.body.database.status === 'running' ? res.body.database : undefined;
       }, 30_000);
       expect(Date.parse(created.updated_at)).to.be.at.least(stoppedAt);
-      expect(Date.parse(created.updated_at) - Date.parse(created.created_at)).to.be.at.least(3000);
+      expect(Date.parse(created.updated_at) - Date.parse(created.created_at)).to.be.at.least(8000);
 
       const resized = await waitFor(async () => {
         const res = await get(ids.resized);
@@ -98,6 +98,8 @@ describe(`Databases across a restart (${usingPostgres ? 'PostgreSQL' : 'PGlite'}
       expect(Date.parse(backups[0].completed_at)).to.be.at.least(stoppedAt);
 
       await waitFor(async () => ((await get(ids.deleted)).status === 404 ? true : undefined), 30_000);
+      const removed = await storedDatabase(second.deps, ids.deleted);
+      expect(removed!.removedAt!.getTime()).to.be.at.least(stoppedAt);
       const kept = await storedBackups(second.deps, ids.deleted);
       expect(kept.map((x) => [x.id, x.type, x.status])).to.deep.equal([[finalBackup, 'final', 'completed']]);
 

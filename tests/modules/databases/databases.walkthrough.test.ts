@@ -12,7 +12,7 @@ describe('Databases: the walk-through of a new user', function () {
   this.timeout(60_000);
   let s: TestServer;
   before(async () => {
-    s = await startTestServer({ env: { DATABASE_DELETION_GRACE: '1500ms' } });
+    s = await startTestServer({ env: { DATABASE_DELETION_GRACE: '4s' } });
   });
   after(async () => {
     await s?.close();
