@@ -8,6 +8,7 @@ import { databasesUsageReporter } from '../../../server/modules/databases/databa
 import { login } from '../../../server/modules/auth/auth.service.js';
 import { createInProcessContext } from '../../../server/trpc/context.js';
 import { createOrg, type TestUser } from '../../support/factories.js';
+import { usingPostgres } from '../../support/env.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
@@ -16,6 +17,7 @@ import {
   dbName,
   eventsOf,
   runningDatabase,
+  scratchPostgres,
   sleep,
   storedBackups,
   waitBackupCompleted,
@@ -35,11 +37,19 @@ describe('Databases: automatic backups, expiry, removal and usage (fake clock)',
   this.timeout(90_000);
   let s: TestServer;
   const clock = new FakeClock('2026-11-21T08:00:00.000Z');
+  // On PostgreSQL a database of its own: the run's one is shared with the other test servers, whose job workers
+  // (on the real clock) would take this server's jobs too.
+  let scratch: { url: string; drop: () => Promise<void> } | undefined;
   before(async () => {
-    s = await startTestServer({ clock, env: { BACKUP_INTERVAL: '1s', DATABASE_DELETION_GRACE: '5s' } });
+    if (usingPostgres) scratch = await scratchPostgres('databases_clock');
+    s = await startTestServer({
+      clock,
+      env: { BACKUP_INTERVAL: '1s', DATABASE_DELETION_GRACE: '5s', DATABASE_URL: scratch?.url },
+    });
   });
   after(async () => {
     await s?.close();
+    await scratch?.drop();
   });
 
   /** Moves the clock on, and logs `user` in again (access tokens live one hour of that clock). */
