@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
-import { parseDurationList } from './lib/time.js';
+import { parseDuration, parseDurationList } from './lib/time.js';
 
 const bool = (name: string) =>
   z
@@ -20,6 +20,23 @@ const int = (name: string, min: number, max: number) =>
     .regex(/^\d+$/, `${name} must be a whole number`)
     .transform(Number)
     .refine((n) => n >= min && n <= max, `${name} must be between ${min} and ${max}`);
+
+/** A duration such as `500ms`, `30s`, `24h`, `7d` (a bare number is milliseconds), between `minMs` and `maxMs`. */
+const duration = (name: string, minMs: number, maxMs: number) =>
+  z
+    .string()
+    .trim()
+    .transform((s, ctx) => {
+      const ms = parseDuration(s);
+      if (ms === undefined || ms < minMs || ms > maxMs) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${name} must be a duration such as 30s, 15m, 24h or 7d, from ${minMs} ms to ${maxMs / 86_400_000} days`,
+        });
+        return z.NEVER;
+      }
+      return ms;
+    });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -92,6 +109,8 @@ const ZEnv = z.object({
       'SITES_DOMAIN must be a host name of at least two labels, such as sites.example.com',
     )
     .default('sites.example.com'),
+  BACKUP_INTERVAL: duration('BACKUP_INTERVAL', 100, 366 * 86_400_000).default(24 * 3_600_000),
+  DATABASE_DELETION_GRACE: duration('DATABASE_DELETION_GRACE', 0, 90 * 86_400_000).default(24 * 3_600_000),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
     .default('info'),
@@ -138,6 +157,8 @@ export interface Config {
   auditLogEnabled: boolean;
   /** Sites are served at `https://<slug>.<sitesDomain>` (README, "Hosting"). */
   sitesDomain: string;
+  /** Managed databases (README, "Databases"): automatic backup interval and deletion grace, in milliseconds. */
+  databases: { backupIntervalMs: number; deletionGraceMs: number };
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -253,6 +274,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimitBurst: v.RATE_LIMIT_BURST,
     auditLogEnabled: v.AUDIT_LOG_ENABLED,
     sitesDomain: v.SITES_DOMAIN,
+    databases: { backupIntervalMs: v.BACKUP_INTERVAL, deletionGraceMs: v.DATABASE_DELETION_GRACE },
     logLevel: v.LOG_LEVEL,
   };
 }

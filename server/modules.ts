@@ -3,6 +3,7 @@ import type { ModuleManifest } from './kit/module.js';
 import { auditModule } from './modules/audit/audit.module.js';
 import { authModule } from './modules/auth/auth.module.js';
 import { hostingModule } from './modules/hosting/hosting.module.js';
+import { databasesModule } from './modules/databases/databases.module.js';
 import { usersModule } from './modules/users/users.module.js';
 import { vpnModule } from './modules/vpn/vpn.module.js';
 import { webhooksModule } from './modules/webhooks/webhooks.module.js';
@@ -16,6 +17,7 @@ export const modules: readonly ModuleManifest[] = [
   authModule,
   usersModule,
   vpnModule,
+  databasesModule,
   webhooksModule,
   hostingModule,
   auditModule,

@@ -1,6 +1,7 @@
 import { auditRouter } from './modules/audit/audit.router.js';
 import { authRouter } from './modules/auth/auth.router.js';
 import { hostingRouter } from './modules/hosting/hosting.router.js';
+import { databasesRouter } from './modules/databases/databases.router.js';
 import { usersRouter } from './modules/users/users.router.js';
 import { vpnRouter } from './modules/vpn/vpn.router.js';
 import { webhooksRouter } from './modules/webhooks/webhooks.router.js';
@@ -11,6 +12,7 @@ export const appRouter = router({
   auth: authRouter,
   users: usersRouter,
   vpn: vpnRouter,
+  databases: databasesRouter,
   webhooks: webhooksRouter,
   hosting: hostingRouter,
   audit: auditRouter,

@@ -1,4 +1,5 @@
 import { URI, type TOTP } from 'otpauth';
+import { dbName, runningDatabase } from '../modules/databases/databases-helpers.js';
 import { GIT_REPO, waitForDeployment } from '../modules/hosting/hosting-helpers.js';
 import { createUser, uniqueEmail, type TestUser } from '../support/factories.js';
 import type { FakeClock } from '../support/fake-clock.js';
@@ -41,6 +42,11 @@ async function builtDeployment(s: TestServer, owner: TestUser, siteId: string): 
   const { deployment } = await s.caller(owner.token).hosting.sites.deploy({ id: siteId });
   await waitForDeployment(s.baseUrl, owner.token, siteId, deployment.id, ['success']);
   return deployment.id;
+}
+
+async function runningDb(s: TestServer, owner: TestUser): Promise<string> {
+  const database = await runningDatabase(s.baseUrl, owner.token, { name: dbName('audit') });
+  return database.id as string;
 }
 
 async function webhook(s: TestServer, owner: TestUser): Promise<string> {
@@ -190,6 +196,38 @@ export const auditFixtures: Record<string, AuditFixture> = {
       input: { id, deployment_id: deployment.id },
       target: () => ({ type: 'deployment', id: deployment.id }),
     };
+  },
+
+  // Databases
+  'databases.create': async ({ owner }) => ({
+    token: owner.token,
+    input: { name: dbName('audit'), engine: 'postgresql' },
+    target: (o) => ({ type: 'database', id: out(o).database!.id! }),
+  }),
+  'databases.update': async ({ s, owner }) => {
+    const id = await runningDb(s, owner);
+    return {
+      token: owner.token,
+      input: { id, backup_retention: 10 },
+      target: () => ({ type: 'database', id }),
+    };
+  },
+  'databases.delete': async ({ s, owner }) => {
+    const id = await runningDb(s, owner);
+    return { token: owner.token, input: { id }, target: () => ({ type: 'database', id }) };
+  },
+  'databases.cancelDeletion': async ({ s, owner }) => {
+    const id = await runningDb(s, owner);
+    await s.caller(owner.token).databases.delete({ id });
+    return { token: owner.token, input: { id }, target: () => ({ type: 'database', id }) };
+  },
+  'databases.resetPassword': async ({ s, owner }) => {
+    const id = await runningDb(s, owner);
+    return { token: owner.token, input: { id }, target: () => ({ type: 'database', id }) };
+  },
+  'databases.backups.create': async ({ s, owner }) => {
+    const id = await runningDb(s, owner);
+    return { token: owner.token, input: { id, name: 'audited' }, target: () => ({ type: 'database', id }) };
   },
 
   // Webhooks

@@ -26,6 +26,7 @@
  * Public procedures (no token needed) must be listed in PUBLIC_PROCEDURES with the reason; anything else without a
  * token requirement fails the table.
  */
+import { databasesSecurityFixtures } from '../modules/databases/databases.security-fixtures.js';
 import type { TestUser } from './factories.js';
 import { createUser } from './factories.js';
 import type { TestServer } from './server.js';
@@ -86,6 +87,7 @@ export const securityFixtures: Record<string, SecurityFixture> = {
   'webhooks.test': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
 
   ...hostingSecurityFixtures,
+  ...databasesSecurityFixtures,
 };
 
 async function otherOrgConnection(s: TestServer, other: TestUser): Promise<string> {

@@ -1,0 +1,369 @@
+import { LockMode } from '@mikro-orm/core';
+import type { Em } from '../../db/orm.js';
+import { recordEvent } from '../../events/record-event.js';
+import type { JobRef } from '../../jobs/queue.js';
+import type { AppDeps } from '../../kit/deps.js';
+import { defineJob } from '../../kit/jobs.js';
+import { newId } from '../../lib/ids.js';
+import { DAY_MS, FINAL_BACKUP_KEPT_DAYS, type BackupType } from './databases.constants.js';
+import { databaseDriver } from './databases.driver.js';
+import { instanceOf, toBackupDto } from './databases.dto.js';
+import { databaseBackupCompleted } from './databases.events.js';
+import { DatabaseBackup } from './database-backup.entity.js';
+import { ManagedDatabase } from './database.entity.js';
+import { DatabaseUsagePeriod } from './database-usage-period.entity.js';
+
+/**
+ * The life of a database on the durable job queue (README, "Databases"). Every change of state is written in the
+ * transaction of the request that asks for it, together with the job that finishes it, so a change committed just
+ * before a crash finishes after the restart, and a rolled-back one queues nothing:
+ *
+ * - `databases.ready`: `creating` or `resizing` → `running`, when the driver's operation is done;
+ * - `databases.complete-backup`: a backup `pending` → `completed` (`database.backup.completed`);
+ * - `databases.auto-backup`: takes an automatic backup and queues the next one, `BACKUP_INTERVAL` later;
+ * - `databases.remove`: removes a `deleting` database at `deletion_scheduled`;
+ * - `databases.sweep` (every minute): removes expired backups, and finishes anything whose job is overdue (a job
+ *   that failed all its attempts, or a clock moved forward), so no database stays in a transitional state.
+ *
+ * Handlers are idempotent: each acts only on the state (and generation) it was queued for.
+ */
+
+export interface TransitionJobData {
+  database_id: string;
+  /** The database's `generation` when the job was queued. */
+  generation: number;
+}
+
+export interface BackupJobData {
+  backup_id: string;
+}
+
+export interface AutoBackupJobData {
+  database_id: string;
+  /** The database's `backupSchedule` when the job was queued. */
+  schedule: number;
+}
+
+const RETRY = { retryLimit: 5, retryDelaySeconds: 1, retryBackoff: true } as const;
+
+export const databasesReadyJob = defineJob<TransitionJobData>(
+  'databases.ready',
+  (deps, data) => finishTransition(deps, data),
+  { ...RETRY, batchSize: 10 },
+);
+
+export const databasesCompleteBackupJob = defineJob<BackupJobData>(
+  'databases.complete-backup',
+  (deps, data) => completeBackup(deps, data.backup_id),
+  { ...RETRY, batchSize: 10 },
+);
+
+export const databasesAutoBackupJob = defineJob<AutoBackupJobData>(
+  'databases.auto-backup',
+  (deps, data) => runAutomaticBackup(deps, data),
+  // The schedule lives in this chain of jobs: retried for about an hour before the sweep's help is needed.
+  { retryLimit: 12, retryDelaySeconds: 2, retryBackoff: true, batchSize: 10 },
+);
+
+export const databasesRemoveJob = defineJob<TransitionJobData>(
+  'databases.remove',
+  async (deps, data) => {
+    await removeDatabase(deps, data.database_id, data.generation);
+  },
+  { ...RETRY, batchSize: 10 },
+);
+
+export const databasesSweepJob = defineJob(
+  'databases.sweep',
+  async (deps) => {
+    const done = await sweepDatabases(deps);
+    if (done.removedBackups + done.removedDatabases + done.finished > 0)
+      deps.log.info(done, 'database sweep');
+  },
+  { cron: '* * * * *' },
+);
+
+export const DATABASE_JOBS = [
+  databasesReadyJob,
+  databasesCompleteBackupJob,
+  databasesAutoBackupJob,
+  databasesRemoveJob,
+  databasesSweepJob,
+];
+
+/** Something to do once the transaction that queued jobs has committed. */
+export type AfterCommit = () => void;
+
+/**
+ * Queues `job` inside the transaction `tx` and returns what wakes its worker when it is due (rather than at its
+ * next poll). Call the returned function after the commit.
+ */
+export async function queue<T extends object>(
+  deps: AppDeps,
+  tx: Em,
+  job: JobRef<T>,
+  data: T,
+  delayMs: number,
+): Promise<AfterCommit> {
+  await deps.jobs.send(job, data, { em: tx, delayMs });
+  return () => {
+    if (delayMs < 60_000) setTimeout(() => deps.jobs.notify(job.name), delayMs + 25).unref();
+  };
+}
+
+export const runAll = (fns: readonly AfterCommit[]) => {
+  for (const fn of fns) fn();
+};
+
+// ---------- billable periods ----------
+
+/** Starts a billable period of the database at its current size. */
+export function openUsagePeriod(tx: Em, d: ManagedDatabase, now: Date): void {
+  tx.create(DatabaseUsagePeriod, {
+    organization: d.organization,
+    database: d,
+    size: d.size,
+    startedAt: now,
+    endedAt: null,
+  });
+}
+
+/** Ends the database's open billable period, if any. */
+export async function closeUsagePeriod(tx: Em, databaseId: string, now: Date): Promise<void> {
+  await tx.nativeUpdate(DatabaseUsagePeriod, { database: databaseId, endedAt: null }, { endedAt: now });
+}
+
+// ---------- automatic backups ----------
+
+/** (Re)starts the automatic backups of `d`: the first one `BACKUP_INTERVAL` from now. */
+export async function scheduleAutomaticBackups(
+  deps: AppDeps,
+  tx: Em,
+  d: ManagedDatabase,
+  now: Date,
+  delayMs = deps.config.databases.backupIntervalMs,
+): Promise<AfterCommit> {
+  d.backupSchedule += 1;
+  d.nextBackupAt = new Date(now.getTime() + delayMs);
+  return queue(deps, tx, databasesAutoBackupJob, { database_id: d.id, schedule: d.backupSchedule }, delayMs);
+}
+
+/** Stops the automatic backups of `d` (a job already queued finds its schedule outdated and does nothing). */
+export function stopAutomaticBackups(d: ManagedDatabase): void {
+  d.backupSchedule += 1;
+  d.nextBackupAt = null;
+}
+
+/**
+ * One automatic backup, then the next one queued `BACKUP_INTERVAL` later. A database that is `creating` or
+ * `resizing` at that moment gets its backup once the change is done.
+ */
+export async function runAutomaticBackup(deps: AppDeps, data: AutoBackupJobData): Promise<void> {
+  const after: AfterCommit[] = [];
+  await deps.db.orm.em.fork().transactional(async (tx) => {
+    const now = deps.clock.now();
+    const d = await tx.findOne(
+      ManagedDatabase,
+      { id: data.database_id, removedAt: null },
+      { lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
+    if (!d || d.backupSchedule !== data.schedule || !d.backupEnabled || d.status === 'deleting') return;
+    if (d.status !== 'running') {
+      after.push(await scheduleAutomaticBackups(deps, tx, d, now, deps.config.provisioningDelayMs + 1000));
+      return;
+    }
+    const retentionMs = d.backupRetention * DAY_MS;
+    const started = await startBackup(deps, tx, d, 'automatic', now, {
+      expiresAt: new Date(now.getTime() + retentionMs),
+    });
+    after.push(started.wake, await scheduleAutomaticBackups(deps, tx, d, now));
+  });
+  runAll(after);
+}
+
+// ---------- backups ----------
+
+const stamp = (d: Date) =>
+  d
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace('T', '-')
+    .replace(/\.\d+Z$/, '');
+
+/** Records a new `pending` backup of `d` and queues its completion. */
+export async function startBackup(
+  deps: AppDeps,
+  tx: Em,
+  d: ManagedDatabase,
+  type: BackupType,
+  now: Date,
+  opts: { name?: string | undefined; description?: string | undefined; expiresAt?: Date | null } = {},
+): Promise<{ backup: DatabaseBackup; wake: AfterCommit }> {
+  const id = newId('backup');
+  const op = await databaseDriver(deps).startBackup(instanceOf(d), id);
+  const backup = tx.create(DatabaseBackup, {
+    id,
+    createdAt: now,
+    updatedAt: now,
+    organization: d.organization,
+    database: d,
+    type,
+    status: 'pending',
+    name: opts.name ?? `${d.name}-${type}-${stamp(now)}`,
+    description: opts.description ?? null,
+    sizeBytes: null,
+    completedAt: null,
+    expiresAt: opts.expiresAt ?? null,
+  });
+  const wake = await queue(deps, tx, databasesCompleteBackupJob, { backup_id: id }, op.readyInMs);
+  return { backup, wake };
+}
+
+/** `pending` → `completed`, inside `tx`: size from the driver, `last_backup`, `database.backup.completed`. */
+async function finishBackup(deps: AppDeps, tx: Em, b: DatabaseBackup, d: ManagedDatabase, now: Date) {
+  b.sizeBytes = await databaseDriver(deps).backupSize(instanceOf(d), b.id, now);
+  b.status = 'completed';
+  b.completedAt = now;
+  b.updatedAt = now;
+  if (!d.lastBackupAt || d.lastBackupAt < now) d.lastBackupAt = now;
+  recordEvent(tx, databaseBackupCompleted, toBackupDto(b, d), b.organization.id, now);
+}
+
+/** The completion job: a `pending` backup becomes `completed`. */
+export async function completeBackup(deps: AppDeps, backupId: string): Promise<void> {
+  await deps.db.orm.em.fork().transactional(async (tx) => {
+    const b = await tx.findOne(DatabaseBackup, { id: backupId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!b || b.status !== 'pending') return;
+    const d = await tx.findOne(
+      ManagedDatabase,
+      { id: b.database.id },
+      { lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
+    if (!d || d.removedAt) return;
+    await finishBackup(deps, tx, b, d, deps.clock.now());
+  });
+}
+
+// ---------- transitions ----------
+
+/** The readiness job: `creating` or `resizing` → `running`, for the generation it was queued for. */
+export async function finishTransition(deps: AppDeps, data: TransitionJobData): Promise<void> {
+  await deps.db.orm.em.fork().transactional(async (tx) => {
+    const d = await tx.findOne(
+      ManagedDatabase,
+      { id: data.database_id, removedAt: null },
+      { lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
+    if (!d || d.generation !== data.generation) return;
+    if (d.status !== 'creating' && d.status !== 'resizing') return;
+    d.status = 'running';
+    d.updatedAt = deps.clock.now();
+  });
+}
+
+/**
+ * The removal at `deletion_scheduled`: the database disappears from the API (404), a final backup still pending is
+ * completed first, the other backups go, and the final backups stay restorable for 7 days. Without `generation`
+ * (the sweep) any `deleting` database due is removed.
+ */
+export async function removeDatabase(
+  deps: AppDeps,
+  databaseId: string,
+  generation?: number,
+): Promise<boolean> {
+  const driver = databaseDriver(deps);
+  return deps.db.orm.em.fork().transactional(async (tx) => {
+    const now = deps.clock.now();
+    const d = await tx.findOne(
+      ManagedDatabase,
+      { id: databaseId, removedAt: null },
+      { lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
+    if (!d || d.status !== 'deleting') return false;
+    if (generation !== undefined && d.generation !== generation) return false;
+    const backups = await tx.find(
+      DatabaseBackup,
+      { database: d.id },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { createdAt: 'asc', id: 'asc' } },
+    );
+    const keepUntil = new Date(now.getTime() + FINAL_BACKUP_KEPT_DAYS * DAY_MS);
+    for (const b of backups) {
+      if (b.type === 'final') {
+        if (b.status === 'pending') await finishBackup(deps, tx, b, d, now);
+        b.expiresAt = keepUntil;
+        b.updatedAt = now;
+      } else {
+        await driver.deleteBackup(b.id);
+        tx.remove(b);
+      }
+    }
+    await driver.destroy(instanceOf(d));
+    await closeUsagePeriod(tx, d.id, now);
+    d.removedAt = now;
+    d.updatedAt = now;
+    d.nextBackupAt = null;
+    return true;
+  });
+}
+
+// ---------- the sweep ----------
+
+/** Removes the backups whose `expires_at` has passed (at most `batch` per call); returns how many. */
+export async function pruneExpiredBackups(deps: AppDeps, batch = 500): Promise<number> {
+  const driver = databaseDriver(deps);
+  return deps.db.orm.em.fork().transactional(async (tx) => {
+    const now = deps.clock.now();
+    const expired = await tx.find(
+      DatabaseBackup,
+      { expiresAt: { $lte: now } },
+      { limit: batch, lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
+    for (const b of expired) {
+      await driver.deleteBackup(b.id);
+      tx.remove(b);
+    }
+    return expired.length;
+  });
+}
+
+/**
+ * What the periodic sweep does: removes expired backups and the databases whose deletion is due, and finishes the
+ * transitions and backups overdue by more than a minute (their job lost its last attempt, or the clock moved on).
+ */
+export async function sweepDatabases(
+  deps: AppDeps,
+): Promise<{ removedBackups: number; removedDatabases: number; finished: number }> {
+  const now = deps.clock.now();
+  const em = deps.db.orm.em.fork();
+  const removedBackups = await pruneExpiredBackups(deps);
+
+  let removedDatabases = 0;
+  const due = await em.find(
+    ManagedDatabase,
+    { status: 'deleting', removedAt: null, deletionScheduledAt: { $lte: now } },
+    { fields: ['id'], limit: 500 },
+  );
+  for (const d of due) if (await removeDatabase(deps, d.id)) removedDatabases++;
+
+  const overdue = new Date(now.getTime() - deps.config.provisioningDelayMs - 60_000);
+  let finished = 0;
+  const stuck = await em.find(
+    ManagedDatabase,
+    { status: { $in: ['creating', 'resizing'] }, removedAt: null, updatedAt: { $lt: overdue } },
+    { fields: ['id', 'generation'], limit: 500 },
+  );
+  for (const d of stuck) {
+    await finishTransition(deps, { database_id: d.id, generation: d.generation });
+    finished++;
+  }
+  const pending = await em.find(
+    DatabaseBackup,
+    { status: 'pending', createdAt: { $lt: overdue } },
+    { fields: ['id'], limit: 500 },
+  );
+  for (const b of pending) {
+    await completeBackup(deps, b.id);
+    finished++;
+  }
+  return { removedBackups, removedDatabases, finished };
+}

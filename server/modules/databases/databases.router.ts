@@ -1,0 +1,187 @@
+import { router } from '../../trpc/init.js';
+import { requirePermission } from '../../trpc/procedures.js';
+import * as backups from './backups.service.js';
+import {
+  ZBackupOutput,
+  ZCreateBackupInput,
+  ZCreateDatabaseInput,
+  ZDatabaseActionInput,
+  ZDatabaseIdInput,
+  ZDatabaseOutput,
+  ZDeleteDatabaseOutput,
+  ZListBackupsInput,
+  ZListBackupsOutput,
+  ZListDatabasesInput,
+  ZListDatabasesOutput,
+  ZResetPasswordOutput,
+  ZUpdateDatabaseInput,
+} from './databases.schema.js';
+import * as databases from './databases.service.js';
+
+const tags = ['Databases'];
+
+const backupsRouter = router({
+  list: requirePermission('database:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/databases/{id}/backups',
+        tags,
+        summary: 'List the backups of a database',
+        description: 'Newest first, paged (`page`, `limit`); filters `type` and `status`.',
+      },
+    })
+    .input(ZListBackupsInput)
+    .output(ZListBackupsOutput)
+    .query(({ ctx, input }) => backups.listBackups(ctx, input)),
+
+  create: requirePermission('database:write')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/databases/{id}/backups',
+        tags,
+        summary: 'Take a manual backup',
+        description:
+          'Accepted: the backup is `pending`, then `completed` after the provisioning delay (emitting ' +
+          '`database.backup.completed`). Manual backups do not expire. Only while the database is `running`.',
+        errorResponses: { 409: 'The database is not `running`' },
+      },
+      successStatus: 202,
+    })
+    .input(ZCreateBackupInput)
+    .output(ZBackupOutput)
+    .mutation(({ ctx, input }) => backups.createBackup(ctx, input)),
+});
+
+export const databasesRouter = router({
+  list: requirePermission('database:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/databases',
+        tags,
+        summary: 'List databases',
+        description:
+          'Newest first, paged. Owners and admins see every database of the organization (or one owner’s with ' +
+          '`user_id`), members their own. Filters `engine`, `status`, `region`. Passwords show as `****`.',
+      },
+    })
+    .input(ZListDatabasesInput)
+    .output(ZListDatabasesOutput)
+    .query(({ ctx, input }) => databases.listDatabases(ctx, input)),
+
+  create: requirePermission('database:write')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/databases',
+        tags,
+        summary: 'Create a database',
+        description:
+          'The database starts `creating` and becomes `running` after the provisioning delay. This response alone ' +
+          'carries the generated password (`connection_info.password`, and in clear in `connection_string`): it ' +
+          'is stored as a hash only. With `backup_id`, the database starts from that completed backup. Beyond the ' +
+          'plan limit: 402 `PLAN_LIMIT_EXCEEDED`.',
+        errorResponses: {
+          402: 'The plan allows no more databases; details name `{resource, limit, current}`',
+          409: 'The name is taken, or the backup is not completed or of another engine',
+        },
+      },
+      successStatus: 201,
+      location: '/databases/{database.id}',
+    })
+    .input(ZCreateDatabaseInput)
+    .output(ZDatabaseOutput)
+    .mutation(({ ctx, input }) => databases.createDatabase(ctx, input)),
+
+  get: requirePermission('database:read')
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/databases/{id}',
+        tags,
+        summary: 'A database (detail view)',
+        description: 'Connection details (password masked), simulated metrics, size constants.',
+      },
+    })
+    .input(ZDatabaseIdInput)
+    .output(ZDatabaseOutput)
+    .query(({ ctx, input }) => databases.getDatabase(ctx, input)),
+
+  update: requirePermission('database:write')
+    .meta({
+      openapi: {
+        method: 'PUT',
+        path: '/databases/{id}',
+        tags,
+        summary: 'Resize a database or change its backups',
+        description:
+          'Only while `running`. A new `size` makes the database `resizing` for the provisioning delay. Emits ' +
+          '`database.updated` when something changed.',
+        errorResponses: { 409: 'The database is not `running`' },
+      },
+    })
+    .input(ZUpdateDatabaseInput)
+    .output(ZDatabaseOutput)
+    .mutation(({ ctx, input }) => databases.updateDatabase(ctx, input)),
+
+  delete: requirePermission('database:delete')
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/databases/{id}',
+        tags,
+        summary: 'Delete a database (after a grace period)',
+        description:
+          'Accepted: the database becomes `deleting`, a `final` backup is taken now, and the database is removed ' +
+          'at `deletion_scheduled` (DATABASE_DELETION_GRACE, 24 h by default) unless the deletion is canceled. ' +
+          'The final backup can be restored (`backup_id` of a create) until 7 days after the removal. Emits ' +
+          '`database.deleted`.',
+        errorResponses: { 409: 'The database is already being deleted' },
+      },
+      successStatus: 202,
+    })
+    .input(ZDatabaseIdInput)
+    .output(ZDeleteDatabaseOutput)
+    .mutation(({ ctx, input }) => databases.deleteDatabase(ctx, input)),
+
+  resetPassword: requirePermission('database:write')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/databases/{id}/reset-password',
+        tags,
+        summary: 'Generate a new password',
+        description:
+          'The old password stops working. The new one is in this response only (`password`, ' +
+          '`database.connection_info.password` and `database.connection_string`). Emits `database.updated`.',
+        errorResponses: { 409: 'The database is being deleted' },
+      },
+    })
+    .input(ZDatabaseActionInput)
+    .output(ZResetPasswordOutput)
+    .mutation(({ ctx, input }) => databases.resetPassword(ctx, input)),
+
+  cancelDeletion: requirePermission('database:delete')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/databases/{id}/cancel-deletion',
+        tags,
+        summary: 'Cancel the deletion of a database',
+        description:
+          'A `deleting` database becomes `running` again and counts against the plan again (402 when the plan ' +
+          'has no room for it). Its final backup is kept, without expiry. Emits `database.updated`.',
+        errorResponses: {
+          402: 'The plan has no room for the database any more',
+          409: 'The database is not being deleted',
+        },
+      },
+    })
+    .input(ZDatabaseActionInput)
+    .output(ZDatabaseOutput)
+    .mutation(({ ctx, input }) => databases.cancelDeletion(ctx, input)),
+
+  backups: backupsRouter,
+});

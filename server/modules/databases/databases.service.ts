@@ -1,0 +1,386 @@
+import { randomInt } from 'node:crypto';
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import type { Actor } from '../../access/actor.js';
+import { lockOwner } from '../../access/owned-resources.js';
+import { actsOnWholeOrganization, ownedBy, ownedListFilter } from '../../access/scope.js';
+import { User } from '../../access/user.entity.js';
+import type { Em } from '../../db/orm.js';
+import { recordEvent } from '../../events/record-event.js';
+import type { ActorContext } from '../../kit/deps.js';
+import { assertWithinPlan } from '../../kit/plan-limit.js';
+import { sha256Hex } from '../../lib/crypto.js';
+import { AppError, conflict, validation } from '../../lib/errors.js';
+import { isId, newId } from '../../lib/ids.js';
+import { iso } from '../../lib/time.js';
+import {
+  DAY_MS,
+  DEFAULT_BACKUP_RETENTION_DAYS,
+  DEFAULT_DB_NAME,
+  DEFAULT_DB_USER,
+  DEFAULT_VERSIONS,
+  FINAL_BACKUP_KEPT_DAYS,
+  type DatabaseEngine,
+} from './databases.constants.js';
+import { databaseDriver } from './databases.driver.js';
+import { instanceOf, toDatabaseDetailDto, toDatabaseDto } from './databases.dto.js';
+import { databaseCreated, databaseDeleted, databaseUpdated } from './databases.events.js';
+import {
+  closeUsagePeriod,
+  databasesReadyJob,
+  databasesRemoveJob,
+  openUsagePeriod,
+  queue,
+  runAll,
+  scheduleAutomaticBackups,
+  startBackup,
+  stopAutomaticBackups,
+  type AfterCommit,
+} from './databases.jobs.js';
+import { findDatabasePage } from './databases.queries.js';
+import type {
+  TCreateDatabaseInput,
+  TDatabaseActionInput,
+  TDatabaseIdInput,
+  TDatabaseOutput,
+  TDeleteDatabaseOutput,
+  TListDatabasesInput,
+  TListDatabasesOutput,
+  TResetPasswordOutput,
+  TUpdateDatabaseInput,
+} from './databases.schema.js';
+import { DatabaseBackup } from './database-backup.entity.js';
+import { ManagedDatabase } from './database.entity.js';
+
+export function databaseNotFound(): AppError {
+  return new AppError('NOT_FOUND', 'Database not found');
+}
+
+/**
+ * The caller's view of one database: removed ones, another tenant's or (for members) another user's are not found.
+ */
+export function scopedDatabaseFilter(actor: Actor, id: string): FilterQuery<ManagedDatabase> {
+  if (!isId('db', id)) throw databaseNotFound();
+  return { id, removedAt: null, ...ownedBy(actor) };
+}
+
+/** Loads the caller's database `id` locked for update, or throws NOT_FOUND. */
+export async function lockDatabase(tx: Em, actor: Actor, id: string): Promise<ManagedDatabase> {
+  const d = await tx.findOne(ManagedDatabase, scopedDatabaseFilter(actor, id), {
+    lockMode: LockMode.PESSIMISTIC_WRITE,
+  });
+  if (!d) throw databaseNotFound();
+  return d;
+}
+
+const PASSWORD_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** 32 letters and digits (about 190 bits): safe in a URL as it is. */
+function generatePassword(): string {
+  let out = '';
+  for (let i = 0; i < 32; i++) out += PASSWORD_ALPHABET[randomInt(PASSWORD_ALPHABET.length)];
+  return out;
+}
+
+/** `8.4` > `8.0`, `17` > `14`. */
+const versionNumber = (v: string) => Number.parseFloat(v);
+
+export async function listDatabases(
+  ctx: ActorContext,
+  input: TListDatabasesInput,
+): Promise<TListDatabasesOutput> {
+  const { actor } = ctx;
+  // Owners and admins see the organization's databases (or one user's); members see their own.
+  const where: Record<string, unknown> = actsOnWholeOrganization(actor)
+    ? { organization: actor.organizationId, ...(input.user_id ? { user: input.user_id } : {}) }
+    : ownedListFilter(actor, { userId: input.user_id });
+  if (input.engine) where.engine = input.engine;
+  if (input.status) where.status = input.status;
+  if (input.region) where.region = input.region;
+  const found = await findDatabasePage(ctx.em, where, input);
+  const driver = databaseDriver(ctx.deps);
+  const now = ctx.deps.clock.now();
+  return {
+    success: true,
+    databases: found.items.map((d) => toDatabaseDto(d, driver, now)),
+    total: found.total,
+    page: input.page,
+    limit: input.limit,
+  };
+}
+
+export async function getDatabase(ctx: ActorContext, input: TDatabaseIdInput): Promise<TDatabaseOutput> {
+  const d = await ctx.em.findOne(ManagedDatabase, scopedDatabaseFilter(ctx.actor, input.id));
+  if (!d) throw databaseNotFound();
+  return { success: true, database: toDatabaseDetailDto(d, databaseDriver(ctx.deps), ctx.deps.clock.now()) };
+}
+
+const noSuchBackup = () => validation('backup_id', 'No such backup in this organization');
+
+/**
+ * The backup a new database is made from: a backup of the organization (for members, of one of their databases),
+ * not expired. Unknown, another organization's or expired → 400 (the field names nothing that can be used);
+ * not `completed`, or of another engine → 409.
+ */
+async function restorableBackup(
+  tx: Em,
+  actor: Actor,
+  backupId: string,
+  engine: DatabaseEngine,
+  now: Date,
+): Promise<{ backup: DatabaseBackup; source: ManagedDatabase }> {
+  if (!isId('backup', backupId)) throw noSuchBackup();
+  const backup = await tx.findOne(DatabaseBackup, { id: backupId, organization: actor.organizationId });
+  if (!backup || (backup.expiresAt && backup.expiresAt <= now)) throw noSuchBackup();
+  const source = await tx.findOneOrFail(ManagedDatabase, backup.database.id);
+  if (!actsOnWholeOrganization(actor) && source.user.id !== actor.userId) throw noSuchBackup();
+  if (backup.status !== 'completed') {
+    throw conflict(`Backup ${backup.id} is ${backup.status}: only a completed backup can be restored`);
+  }
+  if (source.engine !== engine) {
+    throw conflict(
+      `Backup ${backup.id} is of a ${source.engine} database; a ${engine} database cannot use it`,
+      [{ path: 'engine', message: `Must be ${source.engine} to restore this backup` }],
+    );
+  }
+  return { backup, source };
+}
+
+export async function createDatabase(
+  ctx: ActorContext,
+  input: TCreateDatabaseInput,
+): Promise<TDatabaseOutput> {
+  const { actor, deps } = ctx;
+  const driver = databaseDriver(deps);
+  // Leaves this function only inside the create response; the database keeps its hash.
+  const password = generatePassword();
+  const after: AfterCommit[] = [];
+
+  const database = await ctx.em.transactional(async (tx) => {
+    const now = deps.clock.now();
+    await lockOwner(tx, actor.userId);
+    // Locks the organization: concurrent creates (and name checks) of one organization run one after the other.
+    await assertWithinPlan(tx, deps, actor.organizationId, 'databases');
+    const from = input.backup_id
+      ? await restorableBackup(tx, actor, input.backup_id, input.engine, now)
+      : undefined;
+    const taken = await tx.count(ManagedDatabase, {
+      organization: actor.organizationId,
+      name: input.name,
+      removedAt: null,
+    });
+    if (taken > 0) {
+      throw conflict(`A database named ${input.name} already exists in this organization`, [
+        { path: 'name', message: 'Already in use' },
+      ]);
+    }
+    const version = input.version ?? from?.source.version ?? DEFAULT_VERSIONS[input.engine];
+    if (from && versionNumber(version) < versionNumber(from.source.version)) {
+      throw conflict(
+        `Backup ${from.backup.id} is of ${input.engine} ${from.source.version}: it cannot be restored into the ` +
+          `older version ${version}`,
+        [{ path: 'version', message: `Must be ${from.source.version} or newer` }],
+      );
+    }
+    const size = input.size ?? from?.source.size ?? 'small';
+    const region = input.region ?? from?.source.region ?? 'us-east';
+    const d = tx.create(ManagedDatabase, {
+      id: newId('db'),
+      createdAt: now,
+      updatedAt: now,
+      organization: actor.organizationId,
+      user: tx.getReference(User, actor.userId),
+      name: input.name,
+      engine: input.engine,
+      version,
+      size,
+      region,
+      status: 'creating',
+      backupEnabled: input.backup_enabled ?? true,
+      multiAz: input.multi_az ?? false,
+      backupRetention: input.backup_retention ?? DEFAULT_BACKUP_RETENTION_DAYS,
+      host: driver.hostname({ name: input.name, region }),
+      dbName: DEFAULT_DB_NAME,
+      dbUser: DEFAULT_DB_USER,
+      passwordHash: sha256Hex(password),
+      generation: 1,
+      backupSchedule: 0,
+      nextBackupAt: null,
+      lastBackupAt: null,
+      deletionScheduledAt: null,
+      removedAt: null,
+      restoredFromBackupId: from?.backup.id ?? null,
+    });
+    const op = await driver.provision(instanceOf(d), { fromBackupId: from?.backup.id });
+    await driver.setPassword(instanceOf(d), password);
+    openUsagePeriod(tx, d, now);
+    after.push(await queue(deps, tx, databasesReadyJob, { database_id: d.id, generation: 1 }, op.readyInMs));
+    if (d.backupEnabled) after.push(await scheduleAutomaticBackups(deps, tx, d, now));
+    recordEvent(tx, databaseCreated, toDatabaseDetailDto(d, driver, now), actor.organizationId, now);
+    return d;
+  });
+  runAll(after);
+  return { success: true, database: toDatabaseDetailDto(database, driver, deps.clock.now(), password) };
+}
+
+function notWhile(status: string, action: string): AppError {
+  return conflict(`The database is ${status}: ${action}`);
+}
+
+export async function updateDatabase(
+  ctx: ActorContext,
+  input: TUpdateDatabaseInput,
+): Promise<TDatabaseOutput> {
+  const { actor, deps } = ctx;
+  const driver = databaseDriver(deps);
+  const after: AfterCommit[] = [];
+  const database = await ctx.em.transactional(async (tx) => {
+    const now = deps.clock.now();
+    const d = await lockDatabase(tx, actor, input.id);
+    if (d.status !== 'running') throw notWhile(d.status, 'it can be changed only while running');
+    let changed = false;
+    if (input.size !== undefined && input.size !== d.size) {
+      const op = await driver.resize(instanceOf(d), input.size);
+      // Billed at the new size from now on.
+      await closeUsagePeriod(tx, d.id, now);
+      d.size = input.size;
+      openUsagePeriod(tx, d, now);
+      d.status = 'resizing';
+      d.generation += 1;
+      after.push(
+        await queue(
+          deps,
+          tx,
+          databasesReadyJob,
+          { database_id: d.id, generation: d.generation },
+          op.readyInMs,
+        ),
+      );
+      changed = true;
+    }
+    if (input.backup_retention !== undefined && input.backup_retention !== d.backupRetention) {
+      d.backupRetention = input.backup_retention;
+      // Automatic backups expire `backup_retention` days after their creation, the ones taken already included.
+      await tx.execute(
+        `update database_backups set expires_at = created_at + ? * interval '1 day', updated_at = ?
+          where database_id = ? and type = 'automatic'`,
+        [input.backup_retention, now, d.id],
+      );
+      changed = true;
+    }
+    if (input.backup_enabled !== undefined && input.backup_enabled !== d.backupEnabled) {
+      d.backupEnabled = input.backup_enabled;
+      if (d.backupEnabled) after.push(await scheduleAutomaticBackups(deps, tx, d, now));
+      else stopAutomaticBackups(d);
+      changed = true;
+    }
+    if (changed) {
+      d.updatedAt = now;
+      recordEvent(tx, databaseUpdated, toDatabaseDetailDto(d, driver, now), d.organization.id, now);
+    }
+    return d;
+  });
+  runAll(after);
+  return { success: true, database: toDatabaseDetailDto(database, driver, deps.clock.now()) };
+}
+
+export async function deleteDatabase(
+  ctx: ActorContext,
+  input: TDatabaseIdInput,
+): Promise<TDeleteDatabaseOutput> {
+  const { actor, deps } = ctx;
+  const driver = databaseDriver(deps);
+  const graceMs = deps.config.databases.deletionGraceMs;
+  const after: AfterCommit[] = [];
+  const { database, finalBackup } = await ctx.em.transactional(async (tx) => {
+    const now = deps.clock.now();
+    const d = await lockDatabase(tx, actor, input.id);
+    if (d.status === 'deleting') {
+      throw conflict(
+        `The database is already being deleted (removal at ${iso(d.deletionScheduledAt)}); ` +
+          'POST /databases/{id}/cancel-deletion keeps it',
+      );
+    }
+    const scheduled = new Date(now.getTime() + graceMs);
+    d.status = 'deleting';
+    d.generation += 1;
+    d.deletionScheduledAt = scheduled;
+    d.updatedAt = now;
+    stopAutomaticBackups(d);
+    // Neither counted against the plan nor billed while it waits for removal.
+    await closeUsagePeriod(tx, d.id, now);
+    const final = await startBackup(deps, tx, d, 'final', now, {
+      description: 'Taken when the deletion of the database was requested',
+      expiresAt: new Date(scheduled.getTime() + FINAL_BACKUP_KEPT_DAYS * DAY_MS),
+    });
+    after.push(
+      final.wake,
+      await queue(deps, tx, databasesRemoveJob, { database_id: d.id, generation: d.generation }, graceMs),
+    );
+    recordEvent(tx, databaseDeleted, toDatabaseDetailDto(d, driver, now), d.organization.id, now);
+    return { database: d, finalBackup: final.backup };
+  });
+  runAll(after);
+  return {
+    success: true,
+    message: `Deletion of database ${database.name} initiated: a final backup is being taken, and the database will be removed at ${iso(database.deletionScheduledAt)} unless the deletion is canceled`,
+    id: database.id,
+    final_backup: finalBackup.id,
+    deletion_scheduled: iso(database.deletionScheduledAt)!,
+  };
+}
+
+export async function cancelDeletion(
+  ctx: ActorContext,
+  input: TDatabaseActionInput,
+): Promise<TDatabaseOutput> {
+  const { actor, deps } = ctx;
+  const driver = databaseDriver(deps);
+  const after: AfterCommit[] = [];
+  const database = await ctx.em.transactional(async (tx) => {
+    const now = deps.clock.now();
+    const d = await lockDatabase(tx, actor, input.id);
+    if (d.status !== 'deleting') throw notWhile(d.status, 'there is no deletion to cancel');
+    // It counts against the plan again: 402 when the plan has no room for it any more.
+    await assertWithinPlan(tx, deps, d.organization.id, 'databases');
+    d.status = 'running';
+    d.generation += 1;
+    d.deletionScheduledAt = null;
+    d.updatedAt = now;
+    openUsagePeriod(tx, d, now);
+    // The final backup is kept like a manual one.
+    await tx.nativeUpdate(
+      DatabaseBackup,
+      { database: d.id, type: 'final', expiresAt: { $ne: null } },
+      { expiresAt: null, updatedAt: now },
+    );
+    if (d.backupEnabled) after.push(await scheduleAutomaticBackups(deps, tx, d, now));
+    recordEvent(tx, databaseUpdated, toDatabaseDetailDto(d, driver, now), d.organization.id, now);
+    return d;
+  });
+  runAll(after);
+  return { success: true, database: toDatabaseDetailDto(database, driver, deps.clock.now()) };
+}
+
+export async function resetPassword(
+  ctx: ActorContext,
+  input: TDatabaseActionInput,
+): Promise<TResetPasswordOutput> {
+  const { actor, deps } = ctx;
+  const driver = databaseDriver(deps);
+  const password = generatePassword();
+  const database = await ctx.em.transactional(async (tx) => {
+    const now = deps.clock.now();
+    const d = await lockDatabase(tx, actor, input.id);
+    if (d.status === 'deleting') throw notWhile(d.status, 'cancel the deletion first');
+    await driver.setPassword(instanceOf(d), password);
+    d.passwordHash = sha256Hex(password);
+    d.updatedAt = now;
+    recordEvent(tx, databaseUpdated, toDatabaseDetailDto(d, driver, now), d.organization.id, now);
+    return d;
+  });
+  return {
+    success: true,
+    database: toDatabaseDetailDto(database, driver, deps.clock.now(), password),
+    password,
+  };
+}
