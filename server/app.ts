@@ -192,6 +192,30 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.route({ method: ['GET', 'HEAD'], url: '/docs', handler: serveDocs });
   app.route({ method: ['GET', 'HEAD'], url: '/docs/*', handler: serveDocs });
 
+  // Modules' public non-JSON routes under /v1 (an invoice's page and PDF, opened through a signed link).
+  for (const route of deps.registry.modules.flatMap((m) => m.httpRoutes ?? [])) {
+    app.route({
+      method: route.method,
+      url: `/v1${route.path}`,
+      handler: async (req, reply) => {
+        try {
+          const out = await route.handler(deps, {
+            params: req.params as Record<string, string>,
+            query: req.query as Record<string, string | undefined>,
+          });
+          return reply
+            .type(out.contentType)
+            .headers(out.headers ?? {})
+            .send(out.body);
+        } catch (err) {
+          const appErr = toAppError(err);
+          if (appErr.code === 'INTERNAL_ERROR') req.log.error({ err }, 'unhandled error');
+          return sendError(req, reply, appErr);
+        }
+      },
+    });
+  }
+
   const createContext = ({ req }: { req: FastifyRequest }): Context => createHttpContext(deps, req);
 
   await app.register(fastifyTRPCPlugin, {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
-import { parseDurationList } from './lib/time.js';
+import { parseDuration, parseDurationList } from './lib/time.js';
 
 const bool = (name: string) =>
   z
@@ -78,6 +78,47 @@ const ZEnv = z.object({
     }),
   WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', 100, 60_000).default(10_000),
   RATE_LIMIT_BURST: int('RATE_LIMIT_BURST', 1, 1_000_000).default(100),
+  BILLING_PERIOD: z
+    .string()
+    .trim()
+    .default('1mo')
+    .transform((s, ctx) => {
+      const months = /^(\d{1,2})mo$/.exec(s);
+      if (months && Number(months[1]) >= 1) return { months: Number(months[1]) };
+      const ms = /mo$/.test(s) ? undefined : parseDuration(s);
+      if (ms === undefined || ms < 1000 || ms % 1000 !== 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'BILLING_PERIOD must be a number of months (1mo) or whole seconds of at least 1 s (30s, 1h, 7d)',
+        });
+        return z.NEVER;
+      }
+      return { ms };
+    }),
+  BILLING_RETRY_SCHEDULE: z
+    .string()
+    .default('1d,3d,5d')
+    .transform((s, ctx) => {
+      const parsed = parseDurationList(s);
+      if (!parsed) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'BILLING_RETRY_SCHEDULE must be comma-separated durations such as 1d,3d,5d',
+        });
+        return z.NEVER;
+      }
+      return parsed;
+    }),
+  TAX_RATE: z
+    .string()
+    .trim()
+    .default('0')
+    .refine(
+      (s) => /^\d{1,3}(\.\d{1,3})?$/.test(s) && Number(s) <= 100,
+      'TAX_RATE must be a percentage from 0 to 100 with at most three decimals',
+    )
+    .transform(Number),
+  TAX_JURISDICTION: z.string().trim().min(1).max(100).default('US'),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
     .default('info'),
@@ -115,6 +156,15 @@ export interface Config {
   provisioningDelayMs: number;
   webhook: { allowPrivateTargets: boolean; retryScheduleMs: number[]; timeoutMs: number };
   rateLimitBurst: number;
+  billing: {
+    /** One billing period: calendar months from the subscription's anchor, or a fixed length (tests). */
+    period: { months: number } | { ms: number };
+    /** Delays between charge retries of an unpaid invoice, in milliseconds. */
+    retryScheduleMs: number[];
+    /** Percent applied to every invoice, and its label. */
+    taxRate: number;
+    taxJurisdiction: string;
+  };
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -227,6 +277,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: v.WEBHOOK_TIMEOUT_MS,
     },
     rateLimitBurst: v.RATE_LIMIT_BURST,
+    billing: {
+      period: v.BILLING_PERIOD,
+      retryScheduleMs: v.BILLING_RETRY_SCHEDULE,
+      taxRate: v.TAX_RATE,
+      taxJurisdiction: v.TAX_JURISDICTION,
+    },
     logLevel: v.LOG_LEVEL,
   };
 }

@@ -27,6 +27,7 @@ export {
   InternalServerError,
   NotFoundError,
   PayloadTooLargeError,
+  PaymentFailedError,
   PermissionError,
   PlanLimitError,
   PlatformApiError,

@@ -11,6 +11,7 @@ import { DEFAULT_PLAN } from '../../lib/plans.js';
 import { toUserDetailDto, toUserSummaryDto } from '../../access/user.dto.js';
 import { userCreated, userLogin } from '../../access/user.events.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
+import { runOrganizationCreatedHooks } from '../../kit/organization-hooks.js';
 import type {
   TLoginInput,
   TLoginOutput,
@@ -201,6 +202,7 @@ export async function createOrganizationWithOwner(
       name: input.organizationName,
       plan: DEFAULT_PLAN,
     });
+    await runOrganizationCreatedHooks(deps, tx, org, now);
     const user = createUserEntity(tx, {
       id: newId('usr'),
       organization: org,
