@@ -89,7 +89,8 @@ const ZEnv = z.object({
       if (ms === undefined || ms < 1000 || ms % 1000 !== 0) {
         ctx.addIssue({
           code: 'custom',
-          message: 'BILLING_PERIOD must be a number of months (1mo) or whole seconds of at least 1 s (30s, 1h, 7d)',
+          message:
+            'BILLING_PERIOD must be a number of months (1mo) or whole seconds of at least 1 s (30s, 1h, 7d)',
         });
         return z.NEVER;
       }

@@ -1,6 +1,7 @@
 import { coreModule } from './kit/core.module.js';
 import type { ModuleManifest } from './kit/module.js';
 import { authModule } from './modules/auth/auth.module.js';
+import { billingModule } from './modules/billing/billing.module.js';
 import { usersModule } from './modules/users/users.module.js';
 import { vpnModule } from './modules/vpn/vpn.module.js';
 import { webhooksModule } from './modules/webhooks/webhooks.module.js';
@@ -15,5 +16,6 @@ export const modules: readonly ModuleManifest[] = [
   usersModule,
   vpnModule,
   webhooksModule,
+  billingModule,
   coreModule,
 ];

@@ -1,4 +1,5 @@
 import { authRouter } from './modules/auth/auth.router.js';
+import { billingRouter } from './modules/billing/billing.router.js';
 import { usersRouter } from './modules/users/users.router.js';
 import { vpnRouter } from './modules/vpn/vpn.router.js';
 import { webhooksRouter } from './modules/webhooks/webhooks.router.js';
@@ -10,6 +11,7 @@ export const appRouter = router({
   users: usersRouter,
   vpn: vpnRouter,
   webhooks: webhooksRouter,
+  billing: billingRouter,
 });
 
 export type AppRouter = typeof appRouter;

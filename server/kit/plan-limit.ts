@@ -35,10 +35,6 @@ export async function assertWithinPlan(
       org.planStatus === 'canceled'
         ? `The subscription is canceled: no new ${LABELS[feature]} until a plan is chosen again`
         : `Your plan allows ${limit} ${LABELS[feature]}; delete one or upgrade the plan`;
-    throw new AppError(
-      'PLAN_LIMIT_EXCEEDED',
-      message,
-      { details: [{ resource: feature, limit, current }] },
-    );
+    throw new AppError('PLAN_LIMIT_EXCEEDED', message, { details: [{ resource: feature, limit, current }] });
   }
 }
