@@ -26,6 +26,7 @@
  * Public procedures (no token needed) must be listed in PUBLIC_PROCEDURES with the reason; anything else without a
  * token requirement fails the table.
  */
+import { billingSecurityFixtures } from '../modules/billing/billing.security-fixtures.js';
 import type { TestUser } from './factories.js';
 import { createUser } from './factories.js';
 import type { TestServer } from './server.js';
@@ -82,6 +83,8 @@ export const securityFixtures: Record<string, SecurityFixture> = {
   'webhooks.delete': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
   'webhooks.deliveries': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
   'webhooks.test': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
+
+  ...billingSecurityFixtures,
 };
 
 async function otherOrgConnection(s: TestServer, other: TestUser): Promise<string> {

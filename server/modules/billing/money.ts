@@ -9,7 +9,7 @@ export function divRoundHalfUp(numerator: number, denominator: number): number {
     throw new RangeError(`divRoundHalfUp(${numerator}, ${denominator}): integers and a positive denominator`);
   }
   const magnitude = Math.floor((2 * Math.abs(numerator) + denominator) / (2 * denominator));
-  return numerator < 0 ? -magnitude : magnitude;
+  return numerator < 0 && magnitude !== 0 ? -magnitude : magnitude;
 }
 
 /** Cents as currency units: 2633 → 26.33 (the nearest double prints with at most two decimals). */
@@ -65,7 +65,7 @@ export function prorationFor(
   const elapsed = Math.ceil((now.getTime() - period.start.getTime()) / 1000);
   const remainingSeconds = Math.min(periodSeconds, Math.max(0, periodSeconds - elapsed));
   return {
-    creditCents: -prorate(oldPriceCents, remainingSeconds, periodSeconds),
+    creditCents: 0 - prorate(oldPriceCents, remainingSeconds, periodSeconds) || 0,
     chargeCents: prorate(newPriceCents, remainingSeconds, periodSeconds),
     remainingSeconds,
     periodSeconds,
