@@ -1,4 +1,3 @@
-import { ZNoQuery } from '../../lib/schema.js';
 import { PLAN_IDS, PLANS } from '../../lib/plans.js';
 import { router } from '../../trpc/init.js';
 import { authedProcedure, requirePermission } from '../../trpc/procedures.js';
@@ -11,6 +10,7 @@ import {
   ZListInvoicesOutput,
   ZListPaymentMethodsOutput,
   ZListPlansOutput,
+  ZNoBillingQuery,
   ZPaymentMethodIdInput,
   ZPaymentMethodOutput,
   ZPreviewInput,
@@ -37,7 +37,7 @@ const plans = router({
         description: 'Every plan with its price per period and its limits (`unlimited` where there is none).',
       },
     })
-    .input(ZNoQuery)
+    .input(ZNoBillingQuery)
     .output(ZListPlansOutput)
     .query(() => ({ success: true as const, plans: PLAN_IDS.map((id) => PLANS[id]) })),
 });
@@ -53,7 +53,7 @@ const subscriptionRouter = router({
         description: '`usage.*.limit` is -1 (with `unlimited: true`) where the plan has no limit.',
       },
     })
-    .input(ZNoQuery)
+    .input(ZNoBillingQuery)
     .output(ZSubscriptionOutput)
     .query(({ ctx }) => subscription.getSubscription(ctx)),
 
@@ -106,7 +106,7 @@ const paymentMethodsRouter = router({
         summary: "The organization's payment methods",
       },
     })
-    .input(ZNoQuery)
+    .input(ZNoBillingQuery)
     .output(ZListPaymentMethodsOutput)
     .query(({ ctx }) => paymentMethods.listPaymentMethods(ctx)),
 
@@ -199,7 +199,7 @@ const usage = router({
         description: 'Measures no installed module reports are 0. `overages` is always 0: limits are hard.',
       },
     })
-    .input(ZNoQuery)
+    .input(ZNoBillingQuery)
     .output(ZUsageReportOutput)
     .query(({ ctx }) => usageReport(ctx)),
 });

@@ -32,7 +32,8 @@ export function expectConsistentInvoice(invoice: any): void {
     return c;
   };
   const lines = invoice.line_items.reduce((s: number, l: any) => s + cents(l.amount), 0);
-  if (lines !== cents(invoice.amount)) throw new Error(`amount ${invoice.amount} is not the sum of the lines`);
+  if (lines !== cents(invoice.amount))
+    throw new Error(`amount ${invoice.amount} is not the sum of the lines`);
   if (cents(invoice.total) !== cents(invoice.amount) + cents(invoice.tax.amount)) {
     throw new Error(`total ${invoice.total} is not amount + tax`);
   }

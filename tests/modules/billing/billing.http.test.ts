@@ -36,7 +36,12 @@ describe('billing over HTTP: a customer walks through it', function () {
     expect(res.status).to.equal(200);
     const sub = res.body.subscription;
     expect(sub.id).to.match(/^sub_[a-z0-9]{20}$/);
-    expect(sub).to.include({ plan: 'starter', status: 'active', cancel_at_period_end: false, trial_end: null });
+    expect(sub).to.include({
+      plan: 'starter',
+      status: 'active',
+      cancel_at_period_end: false,
+      trial_end: null,
+    });
     expect(Date.parse(sub.current_period_end)).to.be.above(Date.parse(sub.current_period_start));
     expect(Object.keys(res.body.usage).sort()).to.deep.equal([
       'api_calls',
@@ -44,7 +49,12 @@ describe('billing over HTTP: a customer walks through it', function () {
       'hosting_sites',
       'vpn_connections',
     ]);
-    expect(res.body.usage.vpn_connections).to.deep.equal({ current: 0, limit: 10, unlimited: false, percentage: 0 });
+    expect(res.body.usage.vpn_connections).to.deep.equal({
+      current: 0,
+      limit: 10,
+      unlimited: false,
+      percentage: 0,
+    });
     expect(res.body.usage.databases.limit).to.equal(2);
   });
 
@@ -54,7 +64,12 @@ describe('billing over HTTP: a customer walks through it', function () {
     expect(card.status).to.equal(201);
     expect(card.headers.get('location')).to.match(/\/v1\/billing\/payment-methods\/pm_[a-z0-9]+$/);
     expect(card.body.payment_method).to.deep.include({ type: 'card', is_default: true });
-    expect(card.body.payment_method.card).to.deep.equal({ brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2034 });
+    expect(card.body.payment_method.card).to.deep.equal({
+      brand: 'visa',
+      last4: '4242',
+      exp_month: 12,
+      exp_year: 2034,
+    });
     const unknown = await addCard(s.baseUrl, owner.token, 'pm_card_unknown');
     expect(unknown.status).to.equal(400);
     expect(unknown.body.error.code).to.equal('VALIDATION_ERROR');
@@ -90,7 +105,9 @@ describe('billing over HTTP: a customer walks through it', function () {
     expectConsistentInvoice(inv);
 
     // The invoice page and the PDF open without a token; a wrong token is a 404.
-    expect(inv.hosted_invoice_url.startsWith(`${s.deps.config.publicBaseUrl}/v1/billing/invoices/${inv.id}/`)).to.equal(true);
+    expect(
+      inv.hosted_invoice_url.startsWith(`${s.deps.config.publicBaseUrl}/v1/billing/invoices/${inv.id}/`),
+    ).to.equal(true);
     const page = await fetch(local(s.baseUrl, inv.hosted_invoice_url));
     expect(page.status).to.equal(200);
     expect(page.headers.get('content-type')).to.match(/^text\/html/);
@@ -102,7 +119,10 @@ describe('billing over HTTP: a customer walks through it', function () {
     const bytes = Buffer.from(await pdf.arrayBuffer());
     expect(bytes.subarray(0, 5).toString()).to.equal('%PDF-');
     const pdfUrl = local(s.baseUrl, inv.pdf_url);
-    const forged = pdfUrl.replace(/token=(\d+)\.(.)/, (_: string, exp: string, c: string) => `token=${exp}.${c === 'A' ? 'B' : 'A'}`);
+    const forged = pdfUrl.replace(
+      /token=(\d+)\.(.)/,
+      (_: string, exp: string, c: string) => `token=${exp}.${c === 'A' ? 'B' : 'A'}`,
+    );
     expect((await fetch(forged)).status).to.equal(404);
     expect((await fetch(pdfUrl.replace(/token=.*/, 'token='))).status).to.equal(404);
     const otherInvoice = pdfUrl.replace(inv.id, 'inv_aaaaaaaaaaaaaaaaaaaa');
@@ -134,7 +154,9 @@ describe('billing over HTTP: a customer walks through it', function () {
     const refused = await changePlan(s.baseUrl, owner.token, { plan: 'starter' });
     expect(refused.status).to.equal(409);
     expect(refused.body.error.code).to.equal('CONFLICT');
-    expect(refused.body.error.details).to.deep.equal([{ resource: 'vpn_connections', limit: 10, current: 11 }]);
+    expect(refused.body.error.details).to.deep.equal([
+      { resource: 'vpn_connections', limit: 10, current: 11 },
+    ]);
     await http(s.baseUrl, 'DELETE', `/v1/vpn/connections/${ids[0]}`, { token: owner.token });
     const down = await changePlan(s.baseUrl, owner.token, { plan: 'starter' });
     expect(down.status).to.equal(200);
@@ -147,7 +169,9 @@ describe('billing over HTTP: a customer walks through it', function () {
       body: { name: 'one too many', location: 'eu-west', protocol: 'openvpn' },
     });
     expect(eleventh.status).to.equal(402);
-    expect(eleventh.body.error.details).to.deep.equal([{ resource: 'vpn_connections', limit: 10, current: 10 }]);
+    expect(eleventh.body.error.details).to.deep.equal([
+      { resource: 'vpn_connections', limit: 10, current: 10 },
+    ]);
 
     // Cancellation set, then undone.
     const cancel = await changePlan(s.baseUrl, owner.token, { cancel_at_period_end: true });
@@ -174,9 +198,14 @@ describe('billing over HTTP: a customer walks through it', function () {
     expect(voids.body.invoices[0].number).to.match(/-0003$/);
 
     // The default card cannot go while others exist or the subscription renews.
-    const del = await http(s.baseUrl, 'DELETE', `/v1/billing/payment-methods/${card.body.payment_method.id}`, {
-      token: owner.token,
-    });
+    const del = await http(
+      s.baseUrl,
+      'DELETE',
+      `/v1/billing/payment-methods/${card.body.payment_method.id}`,
+      {
+        token: owner.token,
+      },
+    );
     expect(del.status).to.equal(409);
     const delOther = await http(
       s.baseUrl,
@@ -185,7 +214,11 @@ describe('billing over HTTP: a customer walks through it', function () {
       { token: owner.token },
     );
     expect(delOther.status).to.equal(200);
-    expect(delOther.body).to.deep.equal({ success: true, message: 'Payment method removed', id: declining.body.payment_method.id });
+    expect(delOther.body).to.deep.equal({
+      success: true,
+      message: 'Payment method removed',
+      id: declining.body.payment_method.id,
+    });
 
     // Events: created then paid for each paid invoice; the void one failed; subscription updates.
     const events = await billingEvents(s.deps, owner.organizationId);
@@ -201,8 +234,12 @@ describe('billing over HTTP: a customer walks through it', function () {
   it('billing reads need billing:read (owner, admin) and writes billing:write (owner)', async () => {
     const admin = await createUser(s.deps, owner.organizationId, { role: 'admin' });
     const member = await createUser(s.deps, owner.organizationId, { role: 'member' });
-    expect((await http(s.baseUrl, 'GET', '/v1/billing/subscription', { token: admin.token })).status).to.equal(200);
-    expect((await http(s.baseUrl, 'GET', '/v1/billing/invoices', { token: member.token })).status).to.equal(403);
+    expect(
+      (await http(s.baseUrl, 'GET', '/v1/billing/subscription', { token: admin.token })).status,
+    ).to.equal(200);
+    expect((await http(s.baseUrl, 'GET', '/v1/billing/invoices', { token: member.token })).status).to.equal(
+      403,
+    );
     const write = await changePlan(s.baseUrl, admin.token, { plan: 'pro' });
     expect(write.status).to.equal(403);
   });

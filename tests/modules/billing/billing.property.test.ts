@@ -40,7 +40,10 @@ describe('billing property: random plan changes keep every invoice exact', funct
         clock.advance(Math.floor(next() * 5 * 86_400_000));
         await runDueBilling(s.deps);
         // The clock jumps by days: a fresh token each step.
-        const t = await login(createInProcessContext(s.deps), { email: owner.email, password: owner.password });
+        const t = await login(createInProcessContext(s.deps), {
+          email: owner.email,
+          password: owner.password,
+        });
         api = s.caller(t.token);
         const plan = plans[Math.floor(next() * plans.length)]!;
         const proration_behavior = behaviors[Math.floor(next() * behaviors.length)]!;

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import { addMonthsClamped, periodEndAfter } from '../../../server/modules/billing/billing-period.js';
-import { divRoundHalfUp, prorate, prorationFor, taxCents, toUnits } from '../../../server/modules/billing/money.js';
+import {
+  divRoundHalfUp,
+  prorate,
+  prorationFor,
+  taxCents,
+  toUnits,
+} from '../../../server/modules/billing/money.js';
 
 const DAY = 86_400_000;
 
@@ -39,7 +45,12 @@ describe('billing money: integer cents, proration to the second, half up per lin
 
       it('at the first second: the whole old price credited, the whole new price charged', () => {
         const up = prorationFor(2900, 7900, { start, end }, start);
-        expect(up).to.deep.equal({ creditCents: -2900, chargeCents: 7900, remainingSeconds: total, periodSeconds: total });
+        expect(up).to.deep.equal({
+          creditCents: -2900,
+          chargeCents: 7900,
+          remainingSeconds: total,
+          periodSeconds: total,
+        });
         const down = prorationFor(7900, 2900, { start, end }, start);
         expect(down.creditCents + down.chargeCents).to.equal(-5000);
       });
@@ -62,8 +73,13 @@ describe('billing money: integer cents, proration to the second, half up per lin
         expect(up.chargeCents).to.equal(prorate(19900, 1, total));
         expect(up.chargeCents).to.equal(0); // 19900 / 2.4M s < half a cent
         // A started second counts as used: just before the end nothing is left.
-        expect(prorationFor(2900, 7900, { start, end }, new Date(end.getTime() - 1)).remainingSeconds).to.equal(0);
-        expect(prorationFor(2900, 7900, { start, end }, end)).to.deep.include({ creditCents: 0, chargeCents: 0 });
+        expect(
+          prorationFor(2900, 7900, { start, end }, new Date(end.getTime() - 1)).remainingSeconds,
+        ).to.equal(0);
+        expect(prorationFor(2900, 7900, { start, end }, end)).to.deep.include({
+          creditCents: 0,
+          chargeCents: 0,
+        });
       });
 
       it('one third in: exact rational amounts rounded half up', () => {
@@ -79,7 +95,9 @@ describe('billing money: integer cents, proration to the second, half up per lin
     const anchor = new Date('2027-01-31T10:00:00.000Z');
     expect(addMonthsClamped(anchor, 1).toISOString()).to.equal('2027-02-28T10:00:00.000Z');
     expect(addMonthsClamped(anchor, 2).toISOString()).to.equal('2027-03-31T10:00:00.000Z');
-    expect(addMonthsClamped(new Date('2028-01-31T00:00:00.000Z'), 1).toISOString()).to.equal('2028-02-29T00:00:00.000Z');
+    expect(addMonthsClamped(new Date('2028-01-31T00:00:00.000Z'), 1).toISOString()).to.equal(
+      '2028-02-29T00:00:00.000Z',
+    );
     const p = { months: 1 };
     expect(periodEndAfter(p, anchor, anchor).toISOString()).to.equal('2027-02-28T10:00:00.000Z');
     expect(periodEndAfter(p, anchor, new Date('2027-02-28T10:00:00.000Z')).toISOString()).to.equal(
