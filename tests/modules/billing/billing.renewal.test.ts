@@ -191,7 +191,7 @@ describe('billing renewals: prorations, add-ons and exactly once (fake clock)', 
 
   before(async () => {
     s = await startTestServer({ clock, env: { BILLING_PERIOD: '30d' }, startJobs: true });
-    (s.deps.registry as { usageReporters: UsageReporter[] }).usageReporters = [
+    (s.deps.registry as { usageReporters: readonly UsageReporter[] }).usageReporters = [
       ...s.deps.registry.usageReporters,
       addOn,
     ];
@@ -258,7 +258,7 @@ describe('billing renewals: prorations, add-ons and exactly once (fake clock)', 
     let crashes = 0;
     const crashing: BillingDriver = {
       attach: (t) => real.attach(t),
-      async charge(r) {
+      async charge() {
         crashes++;
         throw new Error('process died in the middle of the renewal');
       },
