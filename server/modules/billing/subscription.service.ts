@@ -190,16 +190,8 @@ function changeLines(
   const newName = PLANS[plan].name;
   return {
     lines: [
-      line(
-        `Unused time on ${oldName} plan (${p.remainingSeconds} of ${p.periodSeconds} s)`,
-        p.creditCents,
-        rest,
-      ),
-      line(
-        `Remaining time on ${newName} plan (${p.remainingSeconds} of ${p.periodSeconds} s)`,
-        p.chargeCents,
-        rest,
-      ),
+      line(`Unused time on ${oldName} plan`, p.creditCents, rest),
+      line(`Remaining time on ${newName} plan`, p.chargeCents, rest),
     ],
     period,
     restart: false,
