@@ -1,4 +1,3 @@
-import PDFDocument from 'pdfkit';
 import { Organization } from '../../access/organization.entity.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { ModuleHttpRoute } from '../../kit/module.js';
@@ -97,8 +96,12 @@ ${rows}
 `;
 }
 
-/** The invoice as a PDF (pdfkit, the built-in Helvetica: no font files to ship). */
-export function renderInvoicePdf(invoice: Invoice, organization: Organization): Promise<Buffer> {
+/**
+ * The invoice as a PDF (pdfkit, the built-in Helvetica: no font files to ship). pdfkit is loaded on the first PDF,
+ * not at start: most processes never render one.
+ */
+export async function renderInvoicePdf(invoice: Invoice, organization: Organization): Promise<Buffer> {
+  const { default: PDFDocument } = await import('pdfkit');
   return new Promise((resolve, reject) => {
     const doc = new PDFDocument({
       size: 'A4',
