@@ -4,7 +4,7 @@ import { createOrg } from '../../support/factories.js';
 import { login } from '../../../server/modules/auth/auth.service.js';
 import { createInProcessContext } from '../../../server/trpc/context.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
-import { expectConsistentInvoice } from './billing-helpers.js';
+import { expectConsistentInvoice, ownDatabase } from './billing-helpers.js';
 import { runDueBilling } from '../../../server/modules/billing/renewals.js';
 
 /** A small deterministic generator, so a failure can be replayed from its seed. */
@@ -23,10 +23,19 @@ describe('billing property: random plan changes keep every invoice exact', funct
   let s: TestServer;
   const clock = new FakeClock('2027-01-31T10:00:00.000Z');
 
+  let db: Awaited<ReturnType<typeof ownDatabase>>;
+
   before(async () => {
-    s = await startTestServer({ clock, env: { TAX_RATE: '8.875', TAX_JURISDICTION: 'US-NY' } });
+    db = await ownDatabase('billing_property');
+    s = await startTestServer({
+      clock,
+      env: { TAX_RATE: '8.875', TAX_JURISDICTION: 'US-NY', DATABASE_URL: db.url },
+    });
   });
-  after(async () => s?.close());
+  after(async () => {
+    await s?.close();
+    await db?.drop();
+  });
 
   it('amounts have at most two decimals, total = amount + tax, amount = Σ lines', async () => {
     const plans = ['starter', 'pro', 'enterprise'] as const;

@@ -16,7 +16,14 @@ import { FakeClock } from '../../support/fake-clock.js';
 import { createOrg } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
-import { addCard, billingEvents, changePlan, expectConsistentInvoice, waitUntil } from './billing-helpers.js';
+import {
+  addCard,
+  billingEvents,
+  changePlan,
+  expectConsistentInvoice,
+  ownDatabase,
+  waitUntil,
+} from './billing-helpers.js';
 
 async function invoicesOf(s: TestServer, token: string, query = '') {
   const res = await http(s.baseUrl, 'GET', `/v1/billing/invoices?limit=100${query}`, { token });
@@ -31,11 +38,18 @@ async function subscriptionOf(s: TestServer, token: string) {
 describe('billing renewals on the job queue (BILLING_PERIOD of a second)', function () {
   this.timeout(90_000);
   let s: TestServer;
+  let db: Awaited<ReturnType<typeof ownDatabase>>;
 
   before(async () => {
-    s = await startTestServer({ env: { BILLING_PERIOD: '1s', BILLING_RETRY_SCHEDULE: '300ms,300ms' } });
+    db = await ownDatabase('billing_short');
+    s = await startTestServer({
+      env: { BILLING_PERIOD: '1s', BILLING_RETRY_SCHEDULE: '300ms,300ms', DATABASE_URL: db.url },
+    });
   });
-  after(async () => s?.close());
+  after(async () => {
+    await s?.close();
+    await db?.drop();
+  });
 
   it('issues one paid invoice per period, contiguous periods, gapless numbers, created then paid', async () => {
     const owner = await createOrg(s.deps);
@@ -143,7 +157,10 @@ describe('billing renewals on the job queue (BILLING_PERIOD of a second)', funct
   });
 
   it('adding a card retries an open invoice at once; POST /invoices/:id/pay charges one', async () => {
-    const slow = await startTestServer({ env: { BILLING_PERIOD: '1s', BILLING_RETRY_SCHEDULE: '1d' } });
+    const slowDb = await ownDatabase('billing_slow');
+    const slow = await startTestServer({
+      env: { BILLING_PERIOD: '1s', BILLING_RETRY_SCHEDULE: '1d', DATABASE_URL: slowDb.url },
+    });
     try {
       const owner = await createOrg(slow.deps);
       await addCard(slow.baseUrl, owner.token, 'pm_card_chargeDeclined');
@@ -167,6 +184,7 @@ describe('billing renewals on the job queue (BILLING_PERIOD of a second)', funct
       expect(again.status).to.equal(409);
     } finally {
       await slow.close();
+      await slowDb.drop();
     }
   });
 });
@@ -174,6 +192,7 @@ describe('billing renewals on the job queue (BILLING_PERIOD of a second)', funct
 describe('billing renewals: prorations, add-ons and exactly once (fake clock)', function () {
   this.timeout(90_000);
   let s: TestServer;
+  let db: Awaited<ReturnType<typeof ownDatabase>>;
   const clock = new FakeClock('2027-03-01T00:00:00.000Z');
   const addOn: UsageReporter = {
     metrics: ['database.instances'],
@@ -190,13 +209,17 @@ describe('billing renewals: prorations, add-ons and exactly once (fake clock)', 
   };
 
   before(async () => {
-    s = await startTestServer({ clock, env: { BILLING_PERIOD: '30d' }, startJobs: true });
+    db = await ownDatabase('billing_clock');
+    s = await startTestServer({ clock, env: { BILLING_PERIOD: '30d', DATABASE_URL: db.url } });
     (s.deps.registry as { usageReporters: readonly UsageReporter[] }).usageReporters = [
       ...s.deps.registry.usageReporters,
       addOn,
     ];
   });
-  after(async () => s?.close());
+  after(async () => {
+    await s?.close();
+    await db?.drop();
+  });
 
   /** A caller with a token issued at the fake clock's time (the clock jumps by days). */
   const as = async (owner: { email: string; password: string }) =>
