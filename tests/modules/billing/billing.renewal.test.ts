@@ -93,13 +93,15 @@ describe('billing renewals on the job queue (BILLING_PERIOD of a second)', funct
       return sub.status === 'canceled' ? sub : undefined;
     });
     expect(canceled.canceled_at).to.be.a('string');
+    // The oldest uncollectible invoice is the one whose last retry canceled the subscription (on a slow machine a
+    // later period may have been invoiced, and failed, before that).
     const uncollectible = await invoicesOf(s, owner.token, '&status=uncollectible');
-    expect(uncollectible).to.have.length(1);
-    expect(uncollectible[0].attempt_count).to.equal(3);
+    expect(uncollectible.length).to.be.at.least(1);
+    const first = uncollectible.at(-1);
+    expect(first.attempt_count).to.equal(3);
+    expect(first.next_payment_attempt).to.equal(null);
     const events = await billingEvents(s.deps, owner.organizationId);
-    const failed = events.filter(
-      (e) => e.type === 'billing.invoice.failed' && e.object.id === uncollectible[0].id,
-    );
+    const failed = events.filter((e) => e.type === 'billing.invoice.failed' && e.object.id === first.id);
     expect(failed.map((e) => e.object.status)).to.deep.equal(['open', 'open', 'uncollectible']);
     expect(
       events.filter((e) => e.type === 'billing.subscription.updated').map((e) => e.object.status),
