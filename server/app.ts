@@ -383,6 +383,32 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   app.route({ method: ['GET', 'HEAD'], url: '/docs', handler: serveDocs });
   app.route({ method: ['GET', 'HEAD'], url: '/docs/*', handler: serveDocs });
 
+  // Modules' public non-JSON routes under /v1 (an invoice's page and PDF, opened through a signed link).
+  for (const route of deps.registry.modules.flatMap((m) => m.httpRoutes ?? [])) {
+    app.route({
+      method: route.method,
+      url: `/v1${route.path}`,
+      handler: async (req, reply) => {
+        try {
+          const out = await route.handler(deps, {
+            params: req.params as Record<string, string>,
+            query: req.query as Record<string, string | undefined>,
+          });
+          // A reply is thenable but settles only once sent: returned, not awaited (as in server/rest.ts).
+          // eslint-disable-next-line @typescript-eslint/return-await
+          return reply
+            .type(out.contentType)
+            .headers(out.headers ?? {})
+            .send(out.body);
+        } catch (err) {
+          const appErr = toAppError(err);
+          if (appErr.code === 'INTERNAL_ERROR') req.log.error({ err }, 'unhandled error');
+          return sendError(req, reply, appErr);
+        }
+      },
+    });
+  }
+
   const createContext = ({ req }: { req: FastifyRequest }): Context => createHttpContext(deps, req);
 
   await app.register(fastifyTRPCPlugin, {

@@ -111,6 +111,48 @@ const ZEnv = z.object({
     .default('sites.example.com'),
   BACKUP_INTERVAL: duration('BACKUP_INTERVAL', 100, 366 * 86_400_000).default(24 * 3_600_000),
   DATABASE_DELETION_GRACE: duration('DATABASE_DELETION_GRACE', 0, 90 * 86_400_000).default(24 * 3_600_000),
+  BILLING_PERIOD: z
+    .string()
+    .trim()
+    .default('1mo')
+    .transform((s, ctx) => {
+      const months = /^(\d{1,2})mo$/.exec(s);
+      if (months && Number(months[1]) >= 1) return { months: Number(months[1]) };
+      const ms = /mo$/.test(s) ? undefined : parseDuration(s);
+      if (ms === undefined || ms < 1000 || ms % 1000 !== 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'BILLING_PERIOD must be a number of months (1mo) or whole seconds of at least 1 s (30s, 1h, 7d)',
+        });
+        return z.NEVER;
+      }
+      return { ms };
+    }),
+  BILLING_RETRY_SCHEDULE: z
+    .string()
+    .default('1d,3d,5d')
+    .transform((s, ctx) => {
+      const parsed = parseDurationList(s);
+      if (!parsed) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'BILLING_RETRY_SCHEDULE must be comma-separated durations such as 1d,3d,5d',
+        });
+        return z.NEVER;
+      }
+      return parsed;
+    }),
+  TAX_RATE: z
+    .string()
+    .trim()
+    .default('0')
+    .refine(
+      (s) => /^\d{1,3}(\.\d{1,3})?$/.test(s) && Number(s) <= 100,
+      'TAX_RATE must be a percentage from 0 to 100 with at most three decimals',
+    )
+    .transform(Number),
+  TAX_JURISDICTION: z.string().trim().min(1).max(100).default('US'),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
     .default('info'),
@@ -159,6 +201,15 @@ export interface Config {
   sitesDomain: string;
   /** Managed databases (README, "Databases"): automatic backup interval and deletion grace, in milliseconds. */
   databases: { backupIntervalMs: number; deletionGraceMs: number };
+  billing: {
+    /** One billing period: calendar months from the subscription's anchor, or a fixed length (tests). */
+    period: { months: number } | { ms: number };
+    /** Delays between charge retries of an unpaid invoice, in milliseconds. */
+    retryScheduleMs: number[];
+    /** Percent applied to every invoice, and its label. */
+    taxRate: number;
+    taxJurisdiction: string;
+  };
   logLevel: (typeof LOG_LEVELS)[number];
 }
 
@@ -275,6 +326,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     auditLogEnabled: v.AUDIT_LOG_ENABLED,
     sitesDomain: v.SITES_DOMAIN,
     databases: { backupIntervalMs: v.BACKUP_INTERVAL, deletionGraceMs: v.DATABASE_DELETION_GRACE },
+    billing: {
+      period: v.BILLING_PERIOD,
+      retryScheduleMs: v.BILLING_RETRY_SCHEDULE,
+      taxRate: v.TAX_RATE,
+      taxJurisdiction: v.TAX_JURISDICTION,
+    },
     logLevel: v.LOG_LEVEL,
   };
 }

@@ -4,6 +4,7 @@ import { auditModule } from './modules/audit/audit.module.js';
 import { authModule } from './modules/auth/auth.module.js';
 import { hostingModule } from './modules/hosting/hosting.module.js';
 import { databasesModule } from './modules/databases/databases.module.js';
+import { billingModule } from './modules/billing/billing.module.js';
 import { usersModule } from './modules/users/users.module.js';
 import { vpnModule } from './modules/vpn/vpn.module.js';
 import { webhooksModule } from './modules/webhooks/webhooks.module.js';
@@ -21,5 +22,6 @@ export const modules: readonly ModuleManifest[] = [
   webhooksModule,
   hostingModule,
   auditModule,
+  billingModule,
   coreModule,
 ];

@@ -2,6 +2,7 @@ import { auditRouter } from './modules/audit/audit.router.js';
 import { authRouter } from './modules/auth/auth.router.js';
 import { hostingRouter } from './modules/hosting/hosting.router.js';
 import { databasesRouter } from './modules/databases/databases.router.js';
+import { billingRouter } from './modules/billing/billing.router.js';
 import { usersRouter } from './modules/users/users.router.js';
 import { vpnRouter } from './modules/vpn/vpn.router.js';
 import { webhooksRouter } from './modules/webhooks/webhooks.router.js';
@@ -16,6 +17,7 @@ export const appRouter = router({
   webhooks: webhooksRouter,
   hosting: hostingRouter,
   audit: auditRouter,
+  billing: billingRouter,
 });
 
 export type AppRouter = typeof appRouter;

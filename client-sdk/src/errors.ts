@@ -8,6 +8,7 @@ export const API_ERROR_STATUS = {
   TOKEN_EXPIRED: 401,
   INVALID_CREDENTIALS: 401,
   PLAN_LIMIT_EXCEEDED: 402,
+  PAYMENT_FAILED: 402,
   FORBIDDEN: 403,
   HTTPS_REQUIRED: 403,
   NOT_FOUND: 404,
@@ -75,6 +76,8 @@ export class ValidationError extends PlatformApiError {}
 export class AuthenticationError extends PlatformApiError {}
 /** 402 `PLAN_LIMIT_EXCEEDED`: `details` names `{resource, limit, current}`. */
 export class PlanLimitError extends PlatformApiError {}
+/** 402 `PAYMENT_FAILED`: a charge the request needed was declined; nothing changed. */
+export class PaymentFailedError extends PlatformApiError {}
 /** 403 `FORBIDDEN`, `HTTPS_REQUIRED`. */
 export class PermissionError extends PlatformApiError {}
 /** 404 `NOT_FOUND`: unknown id, or a resource that is not yours. */
@@ -129,6 +132,7 @@ export function createPlatformError(init: PlatformApiErrorInit): PlatformApiErro
     ? API_ERROR_STATUS[init.code as ApiErrorCode]
     : init.status;
   const Class =
+    (init.code === 'PAYMENT_FAILED' ? PaymentFailedError : undefined) ??
     CLASS_BY_STATUS[status] ??
     (status >= 500 ? InternalServerError : status === 0 ? ConnectionError : PlatformApiError);
   return new Class(init);

@@ -28,6 +28,7 @@ export {
   InternalServerError,
   NotFoundError,
   PayloadTooLargeError,
+  PaymentFailedError,
   PermissionError,
   PlanLimitError,
   PlatformApiError,

@@ -1,6 +1,6 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { BaseSchema } from '../db/base.entity.js';
-import { PLAN_IDS } from '../lib/plans.js';
+import { PLAN_IDS, PLAN_STATUSES } from '../lib/plans.js';
 
 export const OrganizationSchema = defineEntity({
   name: 'Organization',
@@ -9,6 +9,8 @@ export const OrganizationSchema = defineEntity({
   properties: {
     name: p.string().length(200),
     plan: p.enum(PLAN_IDS).default('starter'),
+    /** The subscription's state, written by billing with the subscription (README, "Billing"). */
+    planStatus: p.enum(PLAN_STATUSES).default('active'),
   },
 });
 

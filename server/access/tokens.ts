@@ -1,4 +1,4 @@
-import { createSecretKey, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { AppError } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
@@ -37,6 +37,22 @@ export class TokenService {
       subject: claims.sub,
       jwtid: newId('req').replace(/^req_/, 'jti_'),
     });
+  }
+
+  /**
+   * A signature for a link that needs no bearer token (an invoice's page and PDF): HMAC-SHA256, base64url, of
+   * `data` under a key derived from the same secret for `purpose`, so that no signature serves two purposes.
+   */
+  signLink(purpose: string, data: string): string {
+    const key = createHmac('sha256', this.key).update(`link:${purpose}`).digest();
+    return createHmac('sha256', key).update(data).digest('base64url');
+  }
+
+  /** Whether `signature` is signLink(purpose, data), compared in constant time. */
+  verifyLink(purpose: string, data: string, signature: string): boolean {
+    const expected = Buffer.from(this.signLink(purpose, data));
+    const given = Buffer.from(signature);
+    return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
   /** Throws AppError UNAUTHORIZED or TOKEN_EXPIRED. `now` is the clock expiry is checked against. */

@@ -1,4 +1,4 @@
-import { apiCallsSince } from '../access/api-usage.js';
+import { apiCallsSince, apiUsageSince } from '../access/api-usage.js';
 import { Organization } from '../access/organization.entity.js';
 import { LoginSession, LoginThrottle, RefreshToken } from '../access/session.entity.js';
 import { User } from '../access/user.entity.js';
@@ -6,6 +6,7 @@ import { USER_EVENTS } from '../access/user.events.js';
 import { BaseSchema } from '../db/base.entity.js';
 import { Migration20261121000001_foundation } from '../db/migrations/Migration20261121000001_foundation.js';
 import { Migration20261121000005_api_usage } from '../db/migrations/Migration20261121000005_api_usage.js';
+import { Migration20261121000006_plan_status } from '../db/migrations/Migration20261121000006_plan_status.js';
 import { Migration20261124000001_audit_logs } from '../db/migrations/Migration20261124000001_audit_logs.js';
 import { AuditLog } from '../events/audit-log.entity.js';
 import { Event } from '../events/event.entity.js';
@@ -40,6 +41,7 @@ export const coreModule = defineModule({
   migrations: [
     { name: 'Migration20261121000001_foundation', class: Migration20261121000001_foundation },
     { name: 'Migration20261121000005_api_usage', class: Migration20261121000005_api_usage },
+    { name: 'Migration20261121000006_plan_status', class: Migration20261121000006_plan_status },
     { name: 'Migration20261124000001_audit_logs', class: Migration20261124000001_audit_logs },
   ],
   jobs: [pruneDispatchedEventsJob],
@@ -70,4 +72,13 @@ export const coreModule = defineModule({
       count: (em, organizationId, now) => apiCallsSince(em, { organizationId, since: monthStart(now) }),
     },
   ],
+  // API requests served and refused by the burst limit, from the request counters (whole UTC days from the
+  // period's first day on).
+  usageReport: {
+    metrics: ['api.requests', 'api.rate_limit_hits'],
+    async report(em, organizationId, period) {
+      const u = await apiUsageSince(em, { organizationId, since: period.start });
+      return { 'api.requests': u.calls, 'api.rate_limit_hits': u.rateLimited };
+    },
+  },
 });

@@ -3,6 +3,7 @@ import type { EntityName, MigrationObject } from '@mikro-orm/core';
 import type { OwnedResource } from '../access/owned-resources.js';
 import type { AnyEventDefinition } from '../events/define-event.js';
 import type { OutboxHandler } from '../events/outbox.js';
+import type { Em } from '../db/orm.js';
 import type { AppDeps } from './deps.js';
 import type { AnyModuleJob } from './jobs.js';
 import type { UsageCounter, UsageReporter } from './usage.js';
@@ -27,6 +28,32 @@ export interface OutboxConsumer {
   handle: OutboxHandler;
   /** After a batch the relay committed (e.g. wake the worker that delivers what `handle` wrote). */
   afterCommit?(deps: AppDeps): void;
+}
+
+/**
+ * Called inside the transaction that creates an organization (server/kit/organization-hooks.ts), so that what a
+ * module keeps per organization (billing's subscription) exists exactly when the organization does.
+ */
+export type OrganizationCreatedHook = (
+  tx: Em,
+  organization: { id: string },
+  now: Date,
+  deps: AppDeps,
+) => Promise<void>;
+
+/**
+ * A route under `/v1` that answers something other than JSON (an HTML page, a PDF) and needs no bearer token: the
+ * handler checks whatever the URL carries (a signed token). Registered by server/app.ts; errors thrown as AppError
+ * are answered in the usual envelope. Not a procedure, so not served on `/trpc` nor listed in the OpenAPI document.
+ */
+export interface ModuleHttpRoute {
+  method: 'GET';
+  /** Under `/v1`, with `:param` segments (`/billing/invoices/:id/pdf`). */
+  path: string;
+  handler(
+    deps: AppDeps,
+    request: { params: Record<string, string>; query: Record<string, string | undefined> },
+  ): Promise<{ contentType: string; body: string | Buffer; headers?: Record<string, string> }>;
 }
 
 /**
@@ -59,6 +86,10 @@ export interface ModuleManifest {
   usage?: readonly UsageCounter[];
   /** What the module contributes to the usage report and to invoices (server/kit/usage.ts). */
   usageReport?: UsageReporter;
+  /** Runs in the transaction that creates an organization. */
+  onOrganizationCreated?: OrganizationCreatedHook;
+  /** Public non-JSON routes (see ModuleHttpRoute). */
+  httpRoutes?: readonly ModuleHttpRoute[];
 }
 
 export function defineModule<const M extends ModuleManifest>(manifest: M): M {

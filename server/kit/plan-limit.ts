@@ -26,14 +26,15 @@ export async function assertWithinPlan(
   feature: CountedPlanFeature,
 ): Promise<void> {
   const org = await tx.findOneOrFail(Organization, organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  const limit = planLimit(org.plan, feature);
+  // A canceled subscription allows nothing new (limit 0); reads and deletes go on.
+  const limit = planLimit(org.plan, feature, org.planStatus);
   if (!Number.isFinite(limit)) return;
   const current = await deps.registry.usage.current(tx, organizationId, feature, deps.clock.now());
   if (current >= limit) {
-    throw new AppError(
-      'PLAN_LIMIT_EXCEEDED',
-      `Your plan allows ${limit} ${LABELS[feature]}; delete one or upgrade the plan`,
-      { details: [{ resource: feature, limit, current }] },
-    );
+    const message =
+      org.planStatus === 'canceled'
+        ? `The subscription is canceled: no new ${LABELS[feature]} until a plan is chosen again`
+        : `Your plan allows ${limit} ${LABELS[feature]}; delete one or upgrade the plan`;
+    throw new AppError('PLAN_LIMIT_EXCEEDED', message, { details: [{ resource: feature, limit, current }] });
   }
 }

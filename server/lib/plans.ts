@@ -74,14 +74,22 @@ export const PLANS: Record<PlanId, PlanDefinition> = {
 
 export const DEFAULT_PLAN: PlanId = 'starter';
 
+/**
+ * The state of an organization's subscription, kept on the organization (written by billing) so that the plan-limit
+ * check reads plan and state together: a `canceled` organization may create nothing a plan counts.
+ */
+export const PLAN_STATUSES = ['active', 'past_due', 'canceled'] as const;
+export type PlanStatus = (typeof PLAN_STATUSES)[number];
+
 /** The plan features that have a numeric limit (usage is counted against them). */
 export const PLAN_FEATURES = ['vpn_connections', 'databases', 'hosting_sites', 'api_calls'] as const;
 export type PlanFeature = (typeof PLAN_FEATURES)[number];
 /** The features counted by creating resources (402 `PLAN_LIMIT_EXCEEDED` beyond them). */
 export type CountedPlanFeature = Exclude<PlanFeature, 'api_calls'>;
 
-/** The numeric limit of a plan feature; Infinity for `unlimited`. */
-export function planLimit(plan: PlanId, feature: PlanFeature): number {
+/** The numeric limit of a plan feature; Infinity for `unlimited`; 0 for a canceled subscription's counted features. */
+export function planLimit(plan: PlanId, feature: PlanFeature, status: PlanStatus = 'active'): number {
+  if (status === 'canceled' && feature !== 'api_calls') return 0;
   const v = PLANS[plan].features[feature];
   return v === 'unlimited' ? Number.POSITIVE_INFINITY : v;
 }

@@ -1,7 +1,10 @@
 import { URI, type TOTP } from 'otpauth';
 import { dbName, runningDatabase } from '../modules/databases/databases-helpers.js';
 import { GIT_REPO, waitForDeployment } from '../modules/hosting/hosting-helpers.js';
-import { createUser, uniqueEmail, type TestUser } from '../support/factories.js';
+import { runDueBilling } from '../../server/modules/billing/renewals.js';
+import { login } from '../../server/modules/auth/auth.service.js';
+import { createInProcessContext } from '../../server/trpc/context.js';
+import { createUser, signedIn, uniqueEmail, type TestUser } from '../support/factories.js';
 import type { FakeClock } from '../support/fake-clock.js';
 import type { TestServer } from '../support/server.js';
 
@@ -228,6 +231,50 @@ export const auditFixtures: Record<string, AuditFixture> = {
   'databases.backups.create': async ({ s, owner }) => {
     const id = await runningDb(s, owner);
     return { token: owner.token, input: { id, name: 'audited' }, target: () => ({ type: 'database', id }) };
+  },
+
+  // Billing
+  'billing.paymentMethods.create': async ({ owner }) => ({
+    token: owner.token,
+    input: { payment_method: 'pm_card_visa' },
+    target: (o) => ({ type: 'payment_method', id: out(o).payment_method!.id! }),
+  }),
+  'billing.paymentMethods.delete': async ({ s, owner }) => {
+    const caller = s.caller(owner.token);
+    await caller.billing.paymentMethods.create({ payment_method: 'pm_card_visa' });
+    const { payment_method } = await caller.billing.paymentMethods.create({ payment_method: 'pm_card_amex' });
+    return {
+      token: owner.token,
+      input: { id: payment_method.id },
+      target: () => ({ type: 'payment_method', id: payment_method.id }),
+    };
+  },
+  'billing.subscription.preview': async ({ owner }) => ({
+    token: owner.token,
+    input: { plan: 'enterprise' },
+  }),
+  'billing.subscription.update': async ({ s, owner }) => {
+    await s.caller(owner.token).billing.paymentMethods.create({ payment_method: 'pm_card_visa' });
+    return { token: owner.token, input: { cancel_at_period_end: true } };
+  },
+  'billing.invoices.pay': async ({ s, owner, clock }) => {
+    // An open invoice: the renewal was declined by the default card; then a good card becomes the default
+    // without the API's immediate retry (set in the database), so that the payment is the call under test.
+    await s.caller(owner.token).billing.paymentMethods.create({ payment_method: 'pm_card_chargeDeclined' });
+    clock.advance(32 * 86_400_000);
+    await runDueBilling(s.deps);
+    const token = signedIn(await login(createInProcessContext(s.deps), owner)).token;
+    const caller = s.caller(token);
+    const [open] = (await caller.billing.invoices.list({ status: 'open' })).invoices;
+    if (!open?.id) throw new Error('expected an open invoice');
+    const invoiceId = open.id;
+    const { payment_method } = await caller.billing.paymentMethods.create({ payment_method: 'pm_card_visa' });
+    const em = s.deps.db.orm.em.fork();
+    await em.execute('update payment_methods set is_default = false where organization_id = ?', [
+      owner.organizationId,
+    ]);
+    await em.execute('update payment_methods set is_default = true where id = ?', [payment_method.id]);
+    return { token, input: { id: invoiceId }, target: () => ({ type: 'invoice', id: invoiceId }) };
   },
 
   // Webhooks

@@ -6,7 +6,7 @@ import { appRouter } from '../../server/router.js';
 import { sharedServer } from '../support/server.js';
 
 /** Event names of the catalogue whose module is not built yet: this list only shrinks. */
-const NOT_YET_EMITTED = new Set(EVENT_TYPES.filter((t) => t.startsWith('billing.')));
+const NOT_YET_EMITTED = new Set<string>();
 
 describe('module manifests (docs/adding-a-module.md)', () => {
   const registry = buildRegistry(modules);

@@ -27,6 +27,7 @@
  * token requirement fails the table.
  */
 import { databasesSecurityFixtures } from '../modules/databases/databases.security-fixtures.js';
+import { billingSecurityFixtures } from '../modules/billing/billing.security-fixtures.js';
 import type { TestUser } from './factories.js';
 import { createUser } from './factories.js';
 import type { TestServer } from './server.js';
@@ -88,6 +89,7 @@ export const securityFixtures: Record<string, SecurityFixture> = {
 
   ...hostingSecurityFixtures,
   ...databasesSecurityFixtures,
+  ...billingSecurityFixtures,
 };
 
 async function otherOrgConnection(s: TestServer, other: TestUser): Promise<string> {

@@ -12,6 +12,7 @@ import { DEFAULT_PLAN } from '../../lib/plans.js';
 import { toUserDetailDto, toUserSummaryDto } from '../../access/user.dto.js';
 import { userCreated, userLogin } from '../../access/user.events.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
+import { runOrganizationCreatedHooks } from '../../kit/organization-hooks.js';
 import { openLoginChallenge } from './two-factor.service.js';
 import type {
   TLoginInput,
@@ -234,6 +235,7 @@ export async function createOrganizationWithOwner(
       name: input.organizationName,
       plan: DEFAULT_PLAN,
     });
+    await runOrganizationCreatedHooks(deps, tx, org, now);
     const user = createUserEntity(tx, {
       id: newId('usr'),
       organization: org,

@@ -5,6 +5,7 @@ import { VpnServer } from './vpn-server.entity.js';
 import { vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
 import { vpnActivateJob, vpnSampleUsageJob } from './vpn.jobs.js';
 import { vpnRouter } from './vpn.router.js';
+import { vpnUsageReport } from './vpn.usage.js';
 
 export const vpnModule = defineModule({
   name: 'vpn',
@@ -21,4 +22,8 @@ export const vpnModule = defineModule({
       count: (em, organizationId) => em.count(VpnConnection, { organization: organizationId }),
     },
   ],
+  usageReport: {
+    metrics: ['vpn.connections', 'vpn.data_transfer_gb', 'vpn.server_hours'],
+    report: (em, organizationId, period, now) => vpnUsageReport(em, organizationId, period, now),
+  },
 });

@@ -26,6 +26,17 @@ export const webhooksModule = defineModule({
   ],
   // Every committed event becomes one delivery per subscribed webhook, written in the relay's transaction; the
   // delivery worker is woken right after.
+  // Webhook deliveries of the period, for the usage report.
+  usageReport: {
+    metrics: ['api.webhook_deliveries'],
+    async report(em, organizationId, period) {
+      const n = await em.count(WebhookDelivery, {
+        organizationId,
+        createdAt: { $gte: period.start, $lt: period.end },
+      });
+      return { 'api.webhook_deliveries': n };
+    },
+  },
   outboxConsumers: [
     {
       name: 'webhooks.fan-out',

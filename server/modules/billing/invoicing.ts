@@ -1,0 +1,350 @@
+import { LockMode } from '@mikro-orm/core';
+import { Organization } from '../../access/organization.entity.js';
+import type { Em } from '../../db/orm.js';
+import { recordEvent } from '../../events/record-event.js';
+import type { AppDeps } from '../../kit/deps.js';
+import { newId } from '../../lib/ids.js';
+import { PLANS, type PlanId } from '../../lib/plans.js';
+import { iso } from '../../lib/time.js';
+import type { BillingReason, SubscriptionStatus } from './billing.constants.js';
+import { billingDriver } from './billing.driver.js';
+import { toInvoiceDto, toSubscriptionDto, type InvoiceView } from './billing.dto.js';
+import {
+  billingInvoiceCreated,
+  billingInvoiceFailed,
+  billingInvoicePaid,
+  billingSubscriptionUpdated,
+} from './billing.events.js';
+import { Invoice, type InvoiceLine } from './invoice.entity.js';
+import { rateMilli, taxCents, unitsToCents } from './money.js';
+import { PaymentMethod } from './payment-method.entity.js';
+import { Subscription } from './subscription.entity.js';
+
+/** An organization's subscription with both rows locked, organization first (the order every writer takes). */
+export interface Locked {
+  org: Organization;
+  sub: Subscription;
+}
+
+export async function lockSubscription(tx: Em, organizationId: string): Promise<Locked> {
+  const org = await tx.findOneOrFail(Organization, organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  const sub = await tx.findOneOrFail(
+    Subscription,
+    { organization: organizationId },
+    { lockMode: LockMode.PESSIMISTIC_WRITE },
+  );
+  return { org, sub };
+}
+
+export async function findDefaultPaymentMethod(
+  em: Em,
+  organizationId: string,
+): Promise<PaymentMethod | null> {
+  return em.findOne(
+    PaymentMethod,
+    { organization: organizationId, isDefault: true },
+    { populate: ['processorRef'] },
+  );
+}
+
+export function planPriceCents(plan: PlanId): number {
+  return unitsToCents(PLANS[plan].price);
+}
+
+export function line(
+  description: string,
+  amount: number,
+  period: { start: Date; end: Date } | null = null,
+  quantity = 1,
+): InvoiceLine {
+  return {
+    description,
+    amount,
+    quantity,
+    period_start: period ? iso(period.start) : null,
+    period_end: period ? iso(period.end) : null,
+  };
+}
+
+/**
+ * The invoice that `lines` make now, not yet stored: credit from earlier negative invoices is taken off a positive
+ * amount (as a line, before tax), then tax and total. Pure: what a preview shows is what an issue stores.
+ */
+export function draftInvoice(
+  deps: AppDeps,
+  sub: Subscription,
+  spec: {
+    lines: InvoiceLine[];
+    reason: BillingReason;
+    period: { start: Date; end: Date } | null;
+    now: Date;
+  },
+): { view: InvoiceView; creditUsed: number } {
+  const lines = [...spec.lines];
+  let amount = lines.reduce((s, l) => s + l.amount, 0);
+  let creditUsed = 0;
+  if (amount > 0 && sub.creditBalance > 0) {
+    creditUsed = Math.min(sub.creditBalance, amount);
+    lines.push(line('Credit from earlier invoices', -creditUsed));
+    amount -= creditUsed;
+  }
+  const { taxRate, taxJurisdiction } = deps.config.billing;
+  const tax = taxCents(amount, taxRate);
+  return {
+    creditUsed,
+    view: {
+      id: null,
+      number: null,
+      subscriptionId: sub.id,
+      status: 'draft',
+      billingReason: spec.reason,
+      lineItems: lines,
+      amount,
+      tax,
+      taxRateMilli: rateMilli(taxRate),
+      taxJurisdiction,
+      total: amount + tax,
+      periodStart: spec.period?.start ?? null,
+      periodEnd: spec.period?.end ?? null,
+      createdAt: spec.now,
+      dueDate: spec.now,
+      paidAt: null,
+      paymentMethod: null,
+      attemptCount: 0,
+      nextPaymentAttempt: null,
+    },
+  };
+}
+
+/** Events of one change, ordered as they happened (the outbox relays by time, then id). */
+class EventClock {
+  private n = 0;
+  constructor(private readonly now: Date) {}
+  next(): Date {
+    return new Date(this.now.getTime() + this.n++);
+  }
+}
+
+export interface Issued {
+  invoice: Invoice;
+  /** False when the charge was declined or no payment method was on file. */
+  paid: boolean;
+  declineReason?: string;
+}
+
+/**
+ * Issues an invoice in `tx` (numbered under the subscription's lock, so numbers are gapless) and charges it to the
+ * default payment method at once. An amount of zero or less needs no charge: the invoice is paid, and a negative
+ * amount becomes credit for the next invoices. On a decline: `onDecline: 'void'` (a change that needs the money
+ * is refused: the invoice is void and the credit it used is given back) or `'retry'` (renewals: the invoice stays
+ * open, is retried on BILLING_RETRY_SCHEDULE, and the subscription becomes `past_due`).
+ */
+export async function issueInvoice(
+  tx: Em,
+  deps: AppDeps,
+  locked: Locked,
+  pm: PaymentMethod | null,
+  spec: {
+    lines: InvoiceLine[];
+    reason: BillingReason;
+    period: { start: Date; end: Date } | null;
+    renewalOf?: Date;
+    now: Date;
+    onDecline: 'void' | 'retry';
+    clock?: EventClock;
+  },
+): Promise<Issued> {
+  const { sub, org } = locked;
+  const now = spec.now;
+  const events = spec.clock ?? new EventClock(now);
+  const { view, creditUsed } = draftInvoice(deps, sub, spec);
+  sub.creditBalance -= creditUsed;
+  sub.invoiceSeq += 1;
+  const invoice = tx.create(Invoice, {
+    id: newId('inv'),
+    createdAt: now,
+    updatedAt: now,
+    organization: org,
+    subscription: sub,
+    number: `${sub.invoicePrefix}-${String(sub.invoiceSeq).padStart(4, '0')}`,
+    status: 'open',
+    billingReason: view.billingReason,
+    currency: 'usd',
+    lineItems: view.lineItems,
+    amount: view.amount,
+    tax: view.tax,
+    taxRateMilli: view.taxRateMilli,
+    taxJurisdiction: view.taxJurisdiction,
+    total: view.total,
+    periodStart: view.periodStart,
+    periodEnd: view.periodEnd,
+    renewalOf: spec.renewalOf ?? null,
+    dueDate: now,
+    paidAt: null,
+    paymentMethod: null,
+    chargeId: null,
+    attemptCount: 0,
+    scheduledRetries: 0,
+    nextPaymentAttempt: null,
+  });
+  const result = await chargeInvoice(deps, invoice, pm, `${invoice.id}:1`, now);
+  if (invoice.amount < 0) sub.creditBalance += -invoice.amount;
+  if (result.paid) {
+    recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, events.next());
+    recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), org.id, events.next());
+    return { invoice, paid: true };
+  }
+  if (spec.onDecline === 'void') {
+    invoice.status = 'void';
+    sub.creditBalance += creditUsed;
+    recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, events.next());
+    recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), org.id, events.next());
+    return { invoice, paid: false, declineReason: result.reason };
+  }
+  recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, events.next());
+  await afterFailedAttempt(tx, deps, locked, pm, invoice, now, { scheduled: true, clock: events });
+  return { invoice, paid: false, declineReason: result.reason };
+}
+
+/** Charges what an invoice still owes to `pm`; settles invoices of zero or less without a charge. */
+async function chargeInvoice(
+  deps: AppDeps,
+  invoice: Invoice,
+  pm: PaymentMethod | null,
+  idempotencyKey: string,
+  now: Date,
+): Promise<{ paid: boolean; reason?: string }> {
+  if (invoice.total <= 0) {
+    invoice.status = 'paid';
+    invoice.paidAt = now;
+    invoice.updatedAt = now;
+    return { paid: true };
+  }
+  invoice.attemptCount += 1;
+  invoice.updatedAt = now;
+  if (!pm) return { paid: false, reason: 'No payment method on file' };
+  invoice.paymentMethod = { type: 'card', brand: pm.brand, last4: pm.last4 };
+  const result = await billingDriver(deps).charge({
+    processorRef: pm.processorRef,
+    amountCents: invoice.total,
+    currency: 'usd',
+    idempotencyKey,
+    description: `Invoice ${invoice.number}`,
+  });
+  if (result.status === 'declined') return { paid: false, reason: result.reason };
+  invoice.status = 'paid';
+  invoice.paidAt = now;
+  invoice.chargeId = result.chargeId;
+  invoice.nextPaymentAttempt = null;
+  return { paid: true };
+}
+
+/** A `billing.subscription.updated` event with the subscription as it is now. */
+export async function recordSubscriptionUpdated(
+  tx: Em,
+  deps: AppDeps,
+  locked: Locked,
+  at: Date,
+  defaultPm?: string | null,
+): Promise<void> {
+  const pmId =
+    defaultPm !== undefined ? defaultPm : ((await findDefaultPaymentMethod(tx, locked.org.id))?.id ?? null);
+  recordEvent(
+    tx,
+    billingSubscriptionUpdated,
+    toSubscriptionDto(locked.sub, locked.org, pmId),
+    locked.org.id,
+    at,
+  );
+}
+
+/** Sets the subscription's state and its mirror on the organization (read by the plan-limit check). */
+export function setStatus(locked: Locked, status: SubscriptionStatus, now: Date): boolean {
+  if (locked.sub.status === status) return false;
+  locked.sub.status = status;
+  locked.org.planStatus = status;
+  if (status === 'canceled') {
+    locked.sub.canceledAt = now;
+    locked.sub.cancelAtPeriodEnd = false;
+  }
+  locked.sub.updatedAt = now;
+  return true;
+}
+
+/**
+ * After a declined attempt of an open invoice: `billing.invoice.failed`; a scheduled attempt moves the invoice along
+ * BILLING_RETRY_SCHEDULE, and after the last one the invoice is `uncollectible` and the subscription `canceled`.
+ * The subscription is `past_due` meanwhile.
+ */
+async function afterFailedAttempt(
+  tx: Em,
+  deps: AppDeps,
+  locked: Locked,
+  pm: PaymentMethod | null,
+  invoice: Invoice,
+  now: Date,
+  opts: { scheduled: boolean; clock: EventClock },
+): Promise<void> {
+  const schedule = deps.config.billing.retryScheduleMs;
+  let statusChanged = false;
+  if (opts.scheduled) {
+    // The first attempt is not a retry; each scheduled attempt after it is.
+    if (invoice.attemptCount > 1 || invoice.scheduledRetries > 0) invoice.scheduledRetries += 1;
+    if (invoice.scheduledRetries >= schedule.length) {
+      invoice.status = 'uncollectible';
+      invoice.nextPaymentAttempt = null;
+      recordEvent(
+        tx,
+        billingInvoiceFailed,
+        toInvoiceDto(deps, invoice, now),
+        locked.org.id,
+        opts.clock.next(),
+      );
+      if (setStatus(locked, 'canceled', now)) statusChanged = true;
+      if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, opts.clock.next(), pm?.id ?? null);
+      return;
+    }
+    invoice.nextPaymentAttempt = new Date(now.getTime() + schedule[invoice.scheduledRetries]!);
+  }
+  recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), locked.org.id, opts.clock.next());
+  if (locked.sub.status === 'active' && setStatus(locked, 'past_due', now)) statusChanged = true;
+  if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, opts.clock.next(), pm?.id ?? null);
+}
+
+/**
+ * Charges an open invoice again: a scheduled retry (only when due) or one the customer asked for (a new payment
+ * method, `POST /billing/invoices/:id/pay`), which does not move the schedule. Paid: the subscription is `active`
+ * again once nothing is left open.
+ */
+export async function retryInvoice(
+  tx: Em,
+  deps: AppDeps,
+  locked: Locked,
+  invoice: Invoice,
+  pm: PaymentMethod | null,
+  now: Date,
+  scheduled: boolean,
+): Promise<{ paid: boolean; reason?: string } | null> {
+  if (invoice.status !== 'open') return null;
+  if (scheduled && (!invoice.nextPaymentAttempt || invoice.nextPaymentAttempt > now)) return null;
+  const clock = new EventClock(now);
+  const result = await chargeInvoice(deps, invoice, pm, `${invoice.id}:${invoice.attemptCount + 1}`, now);
+  if (result.paid) {
+    recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), locked.org.id, clock.next());
+    if (locked.sub.status === 'past_due') {
+      const stillOpen = await tx.count(Invoice, {
+        subscription: locked.sub.id,
+        status: 'open',
+        id: { $ne: invoice.id },
+      });
+      if (stillOpen === 0 && setStatus(locked, 'active', now)) {
+        await recordSubscriptionUpdated(tx, deps, locked, clock.next(), pm?.id ?? null);
+      }
+    }
+    return result;
+  }
+  await afterFailedAttempt(tx, deps, locked, pm, invoice, now, { scheduled, clock });
+  return result;
+}
+
+export { EventClock };

@@ -1,0 +1,219 @@
+import { Organization } from '../../access/organization.entity.js';
+import type { Em } from '../../db/orm.js';
+import type { AppDeps } from '../../kit/deps.js';
+import { PLANS, type PlanId } from '../../lib/plans.js';
+import { RENEWAL_BATCH } from './billing.constants.js';
+import { periodEndAfter, periodMonths } from './billing-period.js';
+import { Invoice, type InvoiceLine } from './invoice.entity.js';
+import {
+  EventClock,
+  issueInvoice,
+  line,
+  planPriceCents,
+  recordSubscriptionUpdated,
+  retryInvoice,
+  setStatus,
+  type Locked,
+} from './invoicing.js';
+import { prorate } from './money.js';
+import { PaymentMethod } from './payment-method.entity.js';
+import { Subscription } from './subscription.entity.js';
+
+/**
+ * Each add-on (a resource billed by the time it existed, reported by its module: a database's size price) prorated
+ * to the seconds it existed in `period`, half up per line. A period is billed as `periodMonths` months of the
+ * monthly price.
+ */
+export async function addOnLines(
+  em: Em,
+  deps: AppDeps,
+  organizationId: string,
+  period: { start: Date; end: Date },
+  now: Date,
+): Promise<InvoiceLine[]> {
+  const periodSeconds = Math.round((period.end.getTime() - period.start.getTime()) / 1000);
+  const months = periodMonths(deps.config.billing.period);
+  const out: InvoiceLine[] = [];
+  for (const reporter of deps.registry.usageReporters) {
+    if (!reporter.addOns) continue;
+    for (const a of await reporter.addOns(em, organizationId, period, now)) {
+      const seconds = Math.max(0, Math.min(periodSeconds, Math.round(a.seconds)));
+      out.push(line(a.description, prorate(a.monthlyPriceCents * months, seconds, periodSeconds), period));
+    }
+  }
+  return out;
+}
+
+/**
+ * Renews one subscription whose period has ended (rows locked by the caller). `cancel_at_period_end` ends it
+ * instead (a final invoice only for pending proration lines). Otherwise the next period starts and its invoice is
+ * issued: pending prorations and add-ons of the closed period, then the plan for the new one, charged at once.
+ * Idempotent: a subscription whose period has not ended (renewed already) is left alone, and the unique
+ * (subscription, period start) of renewal invoices refuses a second invoice for a period whatever happens.
+ */
+export async function renewOne(
+  tx: Em,
+  deps: AppDeps,
+  locked: Locked,
+  pm: PaymentMethod | null,
+  now: Date,
+): Promise<'renewed' | 'canceled' | 'skipped'> {
+  const { sub, org } = locked;
+  if (sub.status === 'canceled' || sub.currentPeriodEnd > now) return 'skipped';
+  const closed = { start: sub.currentPeriodStart, end: sub.currentPeriodEnd };
+  const clock = new EventClock(now);
+  const arrears = [...sub.pendingItems, ...(await addOnLines(tx, deps, org.id, closed, now))];
+  sub.pendingItems = [];
+  sub.updatedAt = now;
+
+  if (sub.cancelAtPeriodEnd) {
+    if (arrears.some((l) => l.amount !== 0)) {
+      await issueInvoice(tx, deps, locked, pm, {
+        lines: arrears,
+        reason: 'subscription_final',
+        period: closed,
+        now,
+        onDecline: 'retry',
+        clock,
+      });
+    }
+    setStatus(locked, 'canceled', closed.end);
+    await recordSubscriptionUpdated(tx, deps, locked, clock.next(), pm?.id ?? null);
+    return 'canceled';
+  }
+
+  const next = {
+    start: closed.end,
+    end: periodEndAfter(deps.config.billing.period, sub.billingAnchor, closed.end),
+  };
+  sub.currentPeriodStart = next.start;
+  sub.currentPeriodEnd = next.end;
+  const plan = PLANS[org.plan as PlanId];
+  await issueInvoice(tx, deps, locked, pm, {
+    lines: [...arrears, line(`${plan.name} plan`, planPriceCents(org.plan), next)],
+    reason: 'subscription_cycle',
+    period: next,
+    renewalOf: next.start,
+    now,
+    onDecline: 'retry',
+    clock,
+  });
+  await recordSubscriptionUpdated(tx, deps, locked, clock.next(), pm?.id ?? null);
+  return 'renewed';
+}
+
+interface DueRow {
+  subscription_id: string;
+  organization_id: string;
+}
+
+/**
+ * One batch of due renewals in one transaction: subscriptions whose period ended, claimed with their
+ * organizations' rows under `FOR UPDATE SKIP LOCKED`, so that several processes (or overlapping sweeps) share the
+ * work and never take the same subscription. Returns how many were claimed.
+ */
+async function renewBatch(deps: AppDeps): Promise<number> {
+  const em = deps.db.orm.em.fork();
+  return em.transactional(async (tx) => {
+    const now = deps.clock.now();
+    const rows = await tx.execute<DueRow[]>(
+      `select s.id as subscription_id, s.organization_id
+         from subscriptions s join organizations o on o.id = s.organization_id
+        where s.status <> 'canceled' and s.current_period_end <= ?
+        order by s.current_period_end
+        limit ?
+        for update of s, o skip locked`,
+      [now, RENEWAL_BATCH],
+    );
+    if (rows.length === 0) return 0;
+    const orgIds = rows.map((r) => r.organization_id);
+    const [subs, orgs, pms] = [
+      await tx.find(Subscription, { id: { $in: rows.map((r) => r.subscription_id) } }),
+      await tx.find(Organization, { id: { $in: orgIds } }),
+      await tx.find(
+        PaymentMethod,
+        { organization: { $in: orgIds }, isDefault: true },
+        { populate: ['processorRef'] },
+      ),
+    ];
+    const orgById = new Map(orgs.map((o) => [o.id, o]));
+    const pmByOrg = new Map(pms.map((p) => [p.organization.id, p]));
+    for (const sub of subs) {
+      const org = orgById.get(sub.organization.id)!;
+      await renewOne(tx, deps, { org, sub }, pmByOrg.get(org.id) ?? null, now);
+    }
+    return rows.length;
+  });
+}
+
+interface RetryRow {
+  invoice_id: string;
+  organization_id: string;
+}
+
+/** One batch of due charge retries (open invoices whose next attempt has come), claimed as renewals are. */
+async function retryBatch(deps: AppDeps): Promise<number> {
+  const em = deps.db.orm.em.fork();
+  return em.transactional(async (tx) => {
+    const now = deps.clock.now();
+    const rows = await tx.execute<RetryRow[]>(
+      `select i.id as invoice_id, i.organization_id
+         from invoices i
+         join subscriptions s on s.id = i.subscription_id
+         join organizations o on o.id = i.organization_id
+        where i.status = 'open' and i.next_payment_attempt <= ?
+        order by i.next_payment_attempt
+        limit ?
+        for update of i, s, o skip locked`,
+      [now, RENEWAL_BATCH],
+    );
+    if (rows.length === 0) return 0;
+    const orgIds = [...new Set(rows.map((r) => r.organization_id))];
+    const invoices = await tx.find(Invoice, { id: { $in: rows.map((r) => r.invoice_id) } });
+    const subs = await tx.find(Subscription, { organization: { $in: orgIds } });
+    const orgs = await tx.find(Organization, { id: { $in: orgIds } });
+    const pms = await tx.find(
+      PaymentMethod,
+      { organization: { $in: orgIds }, isDefault: true },
+      { populate: ['processorRef'] },
+    );
+    for (const invoice of invoices) {
+      const org = orgs.find((o) => o.id === invoice.organization.id)!;
+      const sub = subs.find((s) => s.organization.id === org.id)!;
+      const pm = pms.find((p) => p.organization.id === org.id) ?? null;
+      await retryInvoice(tx, deps, { org, sub }, invoice, pm, now, true);
+    }
+    return rows.length;
+  });
+}
+
+/**
+ * Everything billing has due now: renewals of ended periods, then scheduled charge retries, in batches until none
+ * is left. Safe to run in several processes at once.
+ */
+export async function runDueBilling(deps: AppDeps): Promise<{ renewals: number; retries: number }> {
+  let renewals = 0;
+  let retries = 0;
+  for (;;) {
+    const n = await renewBatch(deps);
+    renewals += n;
+    if (n < RENEWAL_BATCH) break;
+  }
+  for (;;) {
+    const n = await retryBatch(deps);
+    retries += n;
+    if (n < RENEWAL_BATCH) break;
+  }
+  return { renewals, retries };
+}
+
+/** When billing next has something due (a period end or a retry), or null. */
+export async function nextDueAt(em: Em): Promise<Date | null> {
+  const rows = await em.execute<{ due: Date | string | null }[]>(
+    `select least(
+        (select min(current_period_end) from subscriptions where status <> 'canceled'),
+        (select min(next_payment_attempt) from invoices where status = 'open')) as due`,
+  );
+  const due = rows[0]?.due;
+  return due ? new Date(due) : null;
+}

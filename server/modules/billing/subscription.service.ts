@@ -1,0 +1,327 @@
+import { randomInt } from 'node:crypto';
+import type { Organization } from '../../access/organization.entity.js';
+import type { Em } from '../../db/orm.js';
+import type { ActorContext, AppDeps } from '../../kit/deps.js';
+import { workerOf } from '../../kit/runtime.js';
+import { AppError, conflict, notFound } from '../../lib/errors.js';
+import { isId, newId } from '../../lib/ids.js';
+import { PLAN_FEATURES, PLANS, planLimit, type CountedPlanFeature, type PlanId } from '../../lib/plans.js';
+import type { ProrationBehavior } from './billing.constants.js';
+import { periodEndAfter, wholeSecond } from './billing-period.js';
+import { toInvoiceDto, toSubscriptionDto } from './billing.dto.js';
+import { BILLING_SCHEDULER, type BillingScheduler } from './billing.jobs.js';
+import type {
+  TPreviewInput,
+  TInvoiceOutput,
+  TSubscriptionOutput,
+  TSubscriptionUsage,
+  TUpdateSubscriptionInput,
+  TUpdateSubscriptionOutput,
+} from './billing.schema.js';
+import type { InvoiceLine } from './invoice.entity.js';
+import {
+  draftInvoice,
+  findDefaultPaymentMethod,
+  issueInvoice,
+  line,
+  lockSubscription,
+  planPriceCents,
+  recordSubscriptionUpdated,
+  setStatus,
+  type Locked,
+} from './invoicing.js';
+import { prorationFor } from './money.js';
+import { PaymentMethod } from './payment-method.entity.js';
+import { Subscription } from './subscription.entity.js';
+import { apiRequestsInPeriod } from './usage.service.js';
+
+const PREFIX_ALPHABET = '0123456789ABCDEFGHJKLMNPQRSTUVWXYZ';
+
+function invoicePrefix(): string {
+  let s = '';
+  for (let i = 0; i < 8; i++) s += PREFIX_ALPHABET[randomInt(PREFIX_ALPHABET.length)];
+  return s;
+}
+
+/**
+ * The subscription of a new organization, in the organization's transaction (the manifest's
+ * `onOrganizationCreated`): the starter plan's state, `active`, periods of BILLING_PERIOD from now.
+ */
+export async function createSubscription(
+  tx: Em,
+  organization: { id: string },
+  now: Date,
+  deps: AppDeps,
+): Promise<void> {
+  const start = wholeSecond(now);
+  tx.create(Subscription, {
+    id: newId('sub'),
+    createdAt: now,
+    updatedAt: now,
+    organization: organization.id,
+    status: 'active',
+    currentPeriodStart: start,
+    currentPeriodEnd: periodEndAfter(deps.config.billing.period, start, start),
+    billingAnchor: start,
+    cancelAtPeriodEnd: false,
+    canceledAt: null,
+    invoicePrefix: invoicePrefix(),
+    invoiceSeq: 0,
+    pendingItems: [],
+    creditBalance: 0,
+  });
+}
+
+/** Tells this process's billing scheduler that a due time may have moved earlier. */
+export function nudgeScheduler(deps: AppDeps): void {
+  workerOf<BillingScheduler>(deps, BILLING_SCHEDULER)?.nudge();
+}
+
+const FEATURE_RESOURCE: Record<CountedPlanFeature, string> = {
+  vpn_connections: 'vpn_connections',
+  databases: 'databases',
+  hosting_sites: 'hosting_sites',
+};
+
+/** `usage` of the subscription: each plan feature's current use against the plan (limit -1 when unlimited). */
+export async function subscriptionUsage(
+  em: Em,
+  deps: AppDeps,
+  org: Organization,
+  sub: Subscription,
+  now: Date,
+): Promise<TSubscriptionUsage> {
+  const out: Record<string, TSubscriptionUsage['vpn_connections']> = {};
+  for (const feature of PLAN_FEATURES) {
+    const current =
+      feature === 'api_calls'
+        ? await apiRequestsInPeriod(
+            em,
+            deps,
+            org.id,
+            { start: sub.currentPeriodStart, end: sub.currentPeriodEnd },
+            now,
+          )
+        : await deps.registry.usage.current(em, org.id, feature, now);
+    const limit = planLimit(org.plan, feature, org.planStatus);
+    const unlimited = !Number.isFinite(limit);
+    out[feature] = {
+      current,
+      limit: unlimited ? -1 : limit,
+      unlimited,
+      percentage: unlimited
+        ? 0
+        : limit === 0
+          ? current > 0
+            ? 100
+            : 0
+          : Math.round((current / limit) * 10_000) / 100,
+    };
+  }
+  return out as TSubscriptionUsage;
+}
+
+async function subscriptionOutput(ctx: ActorContext, em: Em, locked: Locked): Promise<TSubscriptionOutput> {
+  const now = ctx.deps.clock.now();
+  const pm = await findDefaultPaymentMethod(em, locked.org.id);
+  return {
+    success: true,
+    subscription: toSubscriptionDto(locked.sub, locked.org, pm?.id ?? null),
+    usage: await subscriptionUsage(em, ctx.deps, locked.org, locked.sub, now),
+  };
+}
+
+export async function getSubscription(ctx: ActorContext): Promise<TSubscriptionOutput> {
+  const sub = await ctx.em.findOneOrFail(
+    Subscription,
+    { organization: ctx.actor.organizationId },
+    { populate: ['organization'] },
+  );
+  return subscriptionOutput(ctx, ctx.em, { sub, org: sub.organization });
+}
+
+/** The plan features whose current use is above `plan`'s limits (409 details of a refused downgrade). */
+async function overLimits(
+  em: Em,
+  deps: AppDeps,
+  organizationId: string,
+  plan: PlanId,
+  now: Date,
+): Promise<{ resource: string; limit: number; current: number }[]> {
+  const out = [];
+  for (const feature of Object.keys(FEATURE_RESOURCE) as CountedPlanFeature[]) {
+    const limit = planLimit(plan, feature);
+    if (!Number.isFinite(limit)) continue;
+    const current = await deps.registry.usage.current(em, organizationId, feature, now);
+    if (current > limit) out.push({ resource: FEATURE_RESOURCE[feature], limit, current });
+  }
+  return out;
+}
+
+/** The lines a plan change makes now: the proration of the rest of the period, or a new period after a cancel. */
+function changeLines(
+  locked: Locked,
+  plan: PlanId,
+  behavior: ProrationBehavior,
+  now: Date,
+  deps: AppDeps,
+): { lines: InvoiceLine[]; period: { start: Date; end: Date }; restart: boolean } {
+  const { sub, org } = locked;
+  if (sub.status === 'canceled') {
+    const start = wholeSecond(now);
+    const period = { start, end: periodEndAfter(deps.config.billing.period, start, start) };
+    return { lines: [line(`${PLANS[plan].name} plan`, planPriceCents(plan), period)], period, restart: true };
+  }
+  const period = { start: sub.currentPeriodStart, end: sub.currentPeriodEnd };
+  if (behavior === 'none' || plan === org.plan) return { lines: [], period, restart: false };
+  const p = prorationFor(planPriceCents(org.plan), planPriceCents(plan), period, now);
+  const rest = {
+    start: new Date(Math.min(period.end.getTime(), Math.max(period.start.getTime(), now.getTime()))),
+    end: period.end,
+  };
+  const oldName = PLANS[org.plan as PlanId].name;
+  const newName = PLANS[plan].name;
+  return {
+    lines: [
+      line(`Unused time on ${oldName} plan`, p.creditCents, rest),
+      line(`Remaining time on ${newName} plan`, p.chargeCents, rest),
+    ],
+    period,
+    restart: false,
+  };
+}
+
+export async function previewChange(ctx: ActorContext, input: TPreviewInput): Promise<TInvoiceOutput> {
+  const now = ctx.deps.clock.now();
+  const behavior = input.proration_behavior ?? 'always_invoice';
+  const sub = await ctx.em.findOneOrFail(
+    Subscription,
+    { organization: ctx.actor.organizationId },
+    { populate: ['organization'] },
+  );
+  const locked = { sub, org: sub.organization as Organization };
+  const { lines, period } = changeLines(locked, input.plan, behavior, now, ctx.deps);
+  const { view } = draftInvoice(ctx.deps, sub, {
+    lines,
+    reason: sub.status === 'canceled' ? 'subscription_create' : 'subscription_update',
+    period,
+    now,
+  });
+  const pm = await findDefaultPaymentMethod(ctx.em, ctx.actor.organizationId);
+  if (pm && view.total > 0) view.paymentMethod = { type: 'card', brand: pm.brand, last4: pm.last4 };
+  return { success: true, invoice: toInvoiceDto(ctx.deps, view, now) };
+}
+
+const paymentFailed = (reason: string | undefined) =>
+  new AppError(
+    'PAYMENT_FAILED',
+    `The charge was declined (${reason ?? 'declined'}); nothing was changed. Use another payment method.`,
+  );
+
+export async function updateSubscription(
+  ctx: ActorContext,
+  input: TUpdateSubscriptionInput,
+): Promise<TUpdateSubscriptionOutput> {
+  const orgId = ctx.actor.organizationId;
+  const behavior = input.proration_behavior ?? 'always_invoice';
+  if (input.payment_method !== undefined && !isId('pm', input.payment_method))
+    throw notFound('Payment method');
+  const result = await ctx.em.transactional(async (tx) => {
+    const now = ctx.deps.clock.now();
+    const locked = await lockSubscription(tx, orgId);
+    const { sub, org } = locked;
+    let changed = false;
+
+    const previousDefault = await findDefaultPaymentMethod(tx, orgId);
+    let pm = previousDefault;
+    if (input.payment_method !== undefined && input.payment_method !== pm?.id) {
+      const chosen = await tx.findOne(
+        PaymentMethod,
+        { id: input.payment_method, organization: orgId },
+        { populate: ['processorRef'] },
+      );
+      if (!chosen) throw notFound('Payment method');
+      if (pm) pm.isDefault = false;
+      // The old default's flag is written first: one default per organization at any moment.
+      await tx.flush();
+      chosen.isDefault = true;
+      chosen.updatedAt = now;
+      pm = chosen;
+      changed = true;
+    }
+
+    if (input.cancel_at_period_end !== undefined && sub.status === 'canceled' && input.plan === undefined) {
+      throw conflict('The subscription is canceled; choose a plan to start a new one');
+    }
+
+    let invoice = null;
+    if (input.plan !== undefined && (input.plan !== org.plan || sub.status === 'canceled')) {
+      const over = await overLimits(tx, ctx.deps, orgId, input.plan, now);
+      if (over.length > 0) {
+        throw new AppError(
+          'CONFLICT',
+          `The ${input.plan} plan's limits are below what the organization uses; delete resources first`,
+          { details: over },
+        );
+      }
+      const { lines, period, restart } = changeLines(locked, input.plan, behavior, now, ctx.deps);
+      if (restart || (behavior === 'always_invoice' && lines.length > 0)) {
+        const issued = await issueInvoice(tx, ctx.deps, locked, pm, {
+          lines,
+          reason: restart ? 'subscription_create' : 'subscription_update',
+          period: restart
+            ? period
+            : { start: lines[0] ? new Date(lines[0].period_start!) : now, end: period.end },
+          now,
+          onDecline: 'void',
+        });
+        if (!issued.paid) {
+          // Nothing changes but the void invoice: the previous default payment method stays the default.
+          if (pm && pm !== previousDefault) {
+            pm.isDefault = false;
+            await tx.flush();
+            if (previousDefault) previousDefault.isDefault = true;
+          }
+          return { declined: issued.declineReason ?? 'declined' };
+        }
+        invoice = issued.invoice;
+      } else if (behavior === 'create_prorations') {
+        sub.pendingItems = [...sub.pendingItems, ...lines];
+      }
+      org.plan = input.plan;
+      if (restart) {
+        sub.currentPeriodStart = period.start;
+        sub.currentPeriodEnd = period.end;
+        sub.billingAnchor = period.start;
+        sub.canceledAt = null;
+        sub.cancelAtPeriodEnd = false;
+        setStatus(locked, 'active', now);
+      }
+      changed = true;
+    }
+
+    if (
+      input.cancel_at_period_end !== undefined &&
+      sub.status !== 'canceled' &&
+      input.cancel_at_period_end !== sub.cancelAtPeriodEnd
+    ) {
+      sub.cancelAtPeriodEnd = input.cancel_at_period_end;
+      changed = true;
+    }
+
+    if (changed) {
+      sub.updatedAt = now;
+      await recordSubscriptionUpdated(tx, ctx.deps, locked, new Date(now.getTime() + 5), pm?.id ?? null);
+    }
+    return { locked, invoice };
+  });
+  if ('declined' in result) throw paymentFailed(result.declined);
+  nudgeScheduler(ctx.deps);
+  const out = await subscriptionOutput(ctx, ctx.em, result.locked);
+  return {
+    ...out,
+    invoice: result.invoice ? toInvoiceDto(ctx.deps, result.invoice, ctx.deps.clock.now()) : null,
+  };
+}
+
+export { paymentFailed };
