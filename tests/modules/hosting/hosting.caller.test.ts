@@ -3,8 +3,9 @@ import { humanBytes, trafficBetween } from '../../../server/modules/hosting/host
 import { toAppError } from '../../../server/trpc/init.js';
 import { createOrg } from '../../support/factories.js';
 import { FakeClock } from '../../support/fake-clock.js';
+import { testConfig } from '../../support/env.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
-import { GIT_REPO, waitFor } from './hosting-helpers.js';
+import { GIT_REPO, ownPostgresDatabase, waitFor } from './hosting-helpers.js';
 
 const rejection = (p: Promise<unknown>) =>
   p.then(
@@ -15,12 +16,16 @@ const rejection = (p: Promise<unknown>) =>
 /** In process (the procedures as tRPC and the SDK call them), on a server whose clock only moves when told. */
 describe('Hosting in process', () => {
   let s: TestServer;
+  let db: Awaited<ReturnType<typeof ownPostgresDatabase>>;
   const clock = new FakeClock('2026-11-21T08:00:00.000Z');
   before(async () => {
-    s = await startTestServer({ clock });
+    // Its builds must run on its own clock: no other server may take its jobs.
+    db = await ownPostgresDatabase('hosting_clock');
+    s = await startTestServer({ clock, config: testConfig(db ? { DATABASE_URL: db.url } : {}) });
   });
   after(async () => {
-    await s.close();
+    await s?.close();
+    await db?.drop();
   });
 
   it('creates, deploys and serves a site; its metrics follow the simulation exactly', async () => {
