@@ -107,6 +107,20 @@ function isDatabaseUnavailable(err: unknown): boolean {
   );
 }
 
+/**
+ * A unique index refused a write (SQLSTATE 23505), whichever class the error reached us as: the ORM's own
+ * exception class is not always the one `instanceof` sees (two copies of the ORM's core can be loaded), and raw
+ * queries raise the driver's error.
+ */
+function isUniqueViolation(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const x = e as Error & { code?: unknown; sqlState?: unknown; name: string };
+    if (x.code === '23505' || x.sqlState === '23505' || x.name === 'UniqueConstraintViolationException')
+      return true;
+  }
+  return false;
+}
+
 /** Turns anything a procedure threw into an AppError. Unknown errors become a generic INTERNAL_ERROR. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -124,7 +138,7 @@ export function toAppError(err: unknown): AppError {
   }
   if (err instanceof ZodError) return zodToAppError(err);
   if (err instanceof NotFoundError) return new AppError('NOT_FOUND', 'Resource not found', { cause: err });
-  if (err instanceof UniqueConstraintViolationException)
+  if (err instanceof UniqueConstraintViolationException || isUniqueViolation(err))
     return new AppError('CONFLICT', 'A resource with the same unique value already exists', { cause: err });
   if (isDatabaseUnavailable(err))
     return new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { cause: err });
