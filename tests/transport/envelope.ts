@@ -2,8 +2,9 @@ import { expect } from 'chai';
 import { ERROR_STATUS, type ErrorCode } from '../../server/lib/errors.js';
 
 /** Words that only a leaked stack trace, SQL statement or driver message would contain. */
+/** What must never reach a client: stack frames, SQL, driver messages, a connection string (not the engine name `postgresql`). */
 export const LEAK_PATTERN =
-  /\bat .+\(.*:\d+:\d+\)|node_modules|\.ts:\d+|\bselect\b|\binsert into\b|\bfrom "|relation "|syntax error|violates|ECONNREFUSED|Mikro|PGlite|postgres/i;
+  /\bat .+\(.*:\d+:\d+\)|node_modules|\.ts:\d+|\bselect\b|\binsert into\b|\bfrom "|relation "|syntax error|violates|ECONNREFUSED|Mikro|PGlite|postgres(ql)?:\/\//i;
 
 /**
  * Asserts the error envelope (README "Errors"), exactly: `{success:false, error:{code, message, details?, request_id}}`,

@@ -16,7 +16,7 @@ export const TEST_CARDS: Record<string, Omit<AttachedCard, 'processorRef'> & { d
  */
 export class SimulatedBillingDriver implements BillingDriver {
   async attach(token: string): Promise<AttachedCard | null> {
-    const card = TEST_CARDS[token];
+    const card = Object.hasOwn(TEST_CARDS, token) ? TEST_CARDS[token] : undefined;
     if (!card) return null;
     return {
       brand: card.brand,
@@ -29,7 +29,8 @@ export class SimulatedBillingDriver implements BillingDriver {
 
   async charge(request: ChargeRequest): Promise<ChargeResult> {
     const token = /^card_sim_([A-Za-z]+)_/.exec(request.processorRef)?.[1];
-    const card = token ? TEST_CARDS[`pm_card_${token}`] : undefined;
+    const key = `pm_card_${token}`;
+    const card = token && Object.hasOwn(TEST_CARDS, key) ? TEST_CARDS[key] : undefined;
     if (!card) return { status: 'declined', reason: 'Unknown card' };
     if (card.declines) return { status: 'declined', reason: 'Your card was declined' };
     const id = createHash('sha256').update(request.idempotencyKey).digest('hex').slice(0, 24);
