@@ -7,7 +7,8 @@
 //                                  module bench in bench/*.ts (see bench/lib/plugin.ts)
 //
 // Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench; dropped and created again),
-// BENCH_DURATION (measured seconds per load, 15), BENCH_WARMUP (3), BENCH_CONNECTIONS (50), BCRYPT_COST (12).
+// BENCH_DURATION (measured seconds per load, 15), BENCH_WARMUP (3), BENCH_CONNECTIONS (50), BCRYPT_COST (12),
+// BENCH_SERVER_NODE_ARGS (extra Node flags for the server under test, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';

@@ -71,9 +71,14 @@ export async function startServerProcess(opts: {
   const started = performance.now();
   const child: ChildProcess = spawn(
     process.execPath,
-    opts.script.endsWith('.js')
-      ? ['--experimental-async-context-frame', opts.script]
-      : ['--experimental-async-context-frame', '--import', 'tsx', opts.script],
+    [
+      '--experimental-async-context-frame',
+      // Extra flags for the server under test (not the baselines), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+      ...(opts.script === SERVER_SCRIPT
+        ? (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)
+        : []),
+      ...(opts.script.endsWith('.js') ? [opts.script] : ['--import', 'tsx', opts.script]),
+    ],
     {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...opts.env },

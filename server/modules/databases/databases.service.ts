@@ -96,7 +96,7 @@ export async function listDatabases(
   if (input.engine) where.engine = input.engine;
   if (input.status) where.status = input.status;
   if (input.region) where.region = input.region;
-  const found = await findDatabasePage(ctx.em, where, input);
+  const found = await findDatabasePage(ctx.em, ctx.deps.db, where, input);
   const driver = databaseDriver(ctx.deps);
   const now = ctx.deps.clock.now();
   return {

@@ -186,7 +186,7 @@ export async function listSites(ctx: ActorContext, input: TListSitesInput): Prom
     : ownedListFilter(actor, { userId: input.user_id });
   if (input.status) where.status = input.status;
   if (input.framework) where.framework = input.framework;
-  const found = await findSitePage(ctx.em, where, input);
+  const found = await findSitePage(ctx.em, ctx.deps.db, where, input);
   const domain = ctx.deps.config.sitesDomain;
   return {
     success: true,

@@ -62,7 +62,7 @@ export async function listConnections(
   if (input.protocol) where.protocol = input.protocol;
   if (input.location) where.location = input.location;
 
-  const found = await findConnectionPage(ctx.em, where, input);
+  const found = await findConnectionPage(ctx.em, ctx.deps.db, where, input);
   const now = ctx.deps.clock.now();
   return {
     success: true,
