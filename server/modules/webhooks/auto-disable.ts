@@ -33,8 +33,16 @@ export async function notifyAutoDisabled(deps: AppDeps, hooks: DisabledWebhook[]
         `{"since": "${since}"}.`,
     ].join('\n');
     for (const { email } of recipients) {
-      await deps.mail.send({ to: email, subject: `Webhook disabled: ${hook.url}`, text, kind: 'webhook_disabled' });
+      await deps.mail.send({
+        to: email,
+        subject: `Webhook disabled: ${hook.url}`,
+        text,
+        kind: 'webhook_disabled',
+      });
     }
-    deps.log.warn({ webhookId: hook.id, failingSince: since }, 'webhook disabled after a run of failed deliveries');
+    deps.log.warn(
+      { webhookId: hook.id, failingSince: since },
+      'webhook disabled after a run of failed deliveries',
+    );
   }
 }

@@ -171,7 +171,13 @@ export async function recordOutcomes(
         [g.outcome.at, g.target.webhookId],
       );
     }
-    disabled.push(...(await trackFailureRuns(deps, tx, items.filter((i) => done.has(i.target.deliveryId)))));
+    disabled.push(
+      ...(await trackFailureRuns(
+        deps,
+        tx,
+        items.filter((i) => done.has(i.target.deliveryId)),
+      )),
+    );
     return done;
   };
   const disabled: DisabledWebhook[] = [];
@@ -193,7 +199,9 @@ async function trackFailureRuns(deps: AppDeps, tx: Em, recorded: OutcomeInput[])
   if (recorded.length === 0) return [];
   // Per webhook, in the order of the attempts: the last success, and the first failure after it.
   const runs = new Map<string, { succeededAt?: Date; failingSince?: Date; lastAt: Date }>();
-  for (const { target, outcome } of [...recorded].sort((a, b) => a.outcome.at.getTime() - b.outcome.at.getTime())) {
+  for (const { target, outcome } of [...recorded].sort(
+    (a, b) => a.outcome.at.getTime() - b.outcome.at.getTime(),
+  )) {
     const run = runs.get(target.webhookId) ?? { lastAt: outcome.at };
     run.lastAt = outcome.at;
     if (outcome.success) {

@@ -69,8 +69,7 @@ export function deliveryHeaders(
   };
   if (input.previousSecret) {
     headers['x-vpn-signature-previous'] = vpnSignature(input.previousSecret, input.body);
-    headers['webhook-signature'] +=
-      ` ${standardSignature({ ...input, secret: input.previousSecret })}`;
+    headers['webhook-signature'] += ` ${standardSignature({ ...input, secret: input.previousSecret })}`;
   }
   return headers;
 }

@@ -186,7 +186,9 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
     url: hook.url,
     secret: hook.secret,
     previousSecret:
-      hook.previousSecretExpiresAt && hook.previousSecretExpiresAt > createdAt ? (hook.previousSecret ?? null) : null,
+      hook.previousSecretExpiresAt && hook.previousSecretExpiresAt > createdAt
+        ? (hook.previousSecret ?? null)
+        : null,
   });
   const delivery = ctx.em.create(WebhookDelivery, {
     id: deliveryId,
@@ -297,7 +299,9 @@ export async function recover(ctx: ActorContext, input: TRecoverInput) {
       [now, hook.id, since, until],
     );
     if (originals.length === 0) return 0;
-    originals.sort((a, b) => new Date(a.created_at).getTime() - new Date(b.created_at).getTime() || (a.id < b.id ? -1 : 1));
+    originals.sort(
+      (a, b) => new Date(a.created_at).getTime() - new Date(b.created_at).getTime() || (a.id < b.id ? -1 : 1),
+    );
     // Behind any backlog of this webhook, one RECOVERY_SPACING_MS apart.
     const [backlog] = await tx.execute<{ last: Date | string | null }[]>(
       `select max("fair_at") as "last" from "webhook_deliveries" where "webhook_id" = ? and "status" = 'pending'`,

@@ -16,7 +16,12 @@ import { createOrg, createUser, type TestUser } from '../../support/factories.js
 import { http } from '../../support/http.js';
 import { sharedServer, startTestServer, type TestServer } from '../../support/server.js';
 import { ownPostgresDatabase } from '../hosting/hosting-helpers.js';
-import { startReceiver, verifyWithThirdPartyLibraries, type ReceivedRequest, type Receiver } from './receiver.js';
+import {
+  startReceiver,
+  verifyWithThirdPartyLibraries,
+  type ReceivedRequest,
+  type Receiver,
+} from './receiver.js';
 import { createWebhook } from './webhook-helpers.js';
 
 const DAY = 86_400_000;
@@ -186,12 +191,9 @@ describe('webhooks for operators', () => {
       });
 
       rx.respond((_req, i) => (i === 1 ? { status: 500 } : { status: 200 }));
-      const res = await http(
-        s.baseUrl,
-        'POST',
-        `/v1/webhooks/${wh.id}/deliveries/${original.id}/redeliver`,
-        { token: owner.token },
-      );
+      const res = await http(s.baseUrl, 'POST', `/v1/webhooks/${wh.id}/deliveries/${original.id}/redeliver`, {
+        token: owner.token,
+      });
       expect(res.status, res.text).to.equal(202);
       const d = res.body.delivery;
       expect(d.id).to.match(/^del_/).and.not.equal(original.id);
@@ -309,7 +311,9 @@ describe('webhooks for operators', () => {
               body: {},
             });
             expect(res.status, res.text).to.equal(200);
-            expect(res.body.secret).to.match(/^whsec_[A-Za-z0-9+/]{43}=$/).and.not.equal(wh.secret);
+            expect(res.body.secret)
+              .to.match(/^whsec_[A-Za-z0-9+/]{43}=$/)
+              .and.not.equal(wh.secret);
             expect(res.body.webhook.secret).to.equal(`whsec_****${res.body.secret.slice(-4)}`);
             expect(res.text).to.not.include(wh.secret);
             rotated = { secret: res.body.secret };
