@@ -322,7 +322,11 @@ export const auditFixtures: Record<string, AuditFixture> = {
   'webhooks.redeliver': async ({ s, owner, clock }) => {
     const id = await webhook(s, owner);
     const delivery_id = await failedDelivery(s, owner, id, clock.now());
-    return { token: owner.token, input: { id, delivery_id }, target: () => ({ type: 'webhook', id }) };
+    return {
+      token: owner.token,
+      input: { id, delivery_id },
+      target: () => ({ type: 'webhook_delivery', id: delivery_id }),
+    };
   },
   'webhooks.recover': async ({ s, owner, clock }) => {
     const id = await webhook(s, owner);
