@@ -151,8 +151,11 @@ export async function recordOutcomes(
   });
   const gone = items.filter((i) => i.outcome.gone);
   const write = async (tx: Em) => {
+    // A success ends its webhook's run of failures (`failing_since`), in the same statement; a failure after it in
+    // this batch starts a new run (trackFailureRuns).
     const changed = await tx.execute<{ id: string }[]>(
-      `update "webhook_deliveries" d
+      `with done as (
+       update "webhook_deliveries" d
           set "status" = v.status, "next_attempt_at" = v.next_at::timestamptz, "last_attempt_at" = v.at::timestamptz,
               "delivered_at" = v.delivered_at::timestamptz, "response_status" = v.response_status::int,
               "response_time_ms" = v.response_time_ms::int, "last_error" = v.last_error, "updated_at" = v.at::timestamptz,
@@ -160,7 +163,13 @@ export async function recordOutcomes(
          from (values ${rows.join(', ')})
               as v(id, attempts, status, next_at, at, delivered_at, response_status, response_time_ms, last_error)
         where d."id" = v.id and d."attempts" = v.attempts::int and d."status" = 'pending'
-        returning d."id"`,
+        returning d."id", d."webhook_id", d."status"
+       ), ended_runs as (
+       update "webhooks" w set "failing_since" = null
+        where w."failing_since" is not null
+          and w."id" in (select "webhook_id" from done where "status" = 'success')
+       )
+       select "id" from done`,
       values,
     );
     const done = new Set(changed.map((r) => r.id));
@@ -192,8 +201,9 @@ export async function recordOutcomes(
 }
 
 /**
- * Keeps each webhook's run of failed attempts (`failing_since`) from the recorded outcomes, and disables the
- * webhooks whose run has lasted `WEBHOOK_DISABLE_AFTER`. Returns those just disabled.
+ * Starts or continues each failing webhook's run of failed attempts (`failing_since`) from the recorded outcomes
+ * (a success already ended the stored run), and disables the webhooks whose run has lasted `WEBHOOK_DISABLE_AFTER`.
+ * Returns those just disabled.
  */
 async function trackFailureRuns(deps: AppDeps, tx: Em, recorded: OutcomeInput[]): Promise<DisabledWebhook[]> {
   if (recorded.length === 0) return [];
@@ -212,15 +222,7 @@ async function trackFailureRuns(deps: AppDeps, tx: Em, recorded: OutcomeInput[])
     }
     runs.set(target.webhookId, run);
   }
-  const recovered = [...runs].filter(([, r]) => r.failingSince === undefined).map(([id]) => id);
   const failing = [...runs].filter(([, r]) => r.failingSince !== undefined);
-  if (recovered.length > 0) {
-    await tx.execute(
-      `update "webhooks" set "failing_since" = null
-        where "id" in (${recovered.map(() => '?').join(', ')}) and "failing_since" is not null`,
-      recovered,
-    );
-  }
   if (failing.length === 0) return [];
   const values: unknown[] = [];
   const rows = failing.map(([id, r]) => {

@@ -26,8 +26,8 @@ import {
  * due time; a recovery (`POST /webhooks/:id/recover`) spreads its deliveries over later values (RECOVERY_SPACING_MS
  * apart, after any backlog of the same webhook), so one webhook's thousands of recovered deliveries never stand in
  * front of another webhook's fresh ones, yet are all due at once and go as fast as the pool allows when nothing else
- * waits. And one webhook holds at most half of the process's attempts in flight, so a slow receiver cannot take the
- * whole pool.
+ * waits. And one webhook holds at most three quarters of the process's attempts in flight, so a slow receiver cannot
+ * take the whole pool.
  */
 
 /** Outcomes written per statement at most. */
@@ -90,7 +90,7 @@ export class DeliveryWorker {
     this.claimBatch = opts.claimBatch ?? 100;
     this.pollIntervalMs = opts.pollIntervalMs ?? 1000;
     this.leaseMs = deps.config.webhook.timeoutMs + 60_000;
-    this.perWebhookLimit = Math.max(1, Math.floor(this.concurrency / 2));
+    this.perWebhookLimit = Math.max(1, Math.floor((this.concurrency * 3) / 4));
   }
 
   /**
@@ -187,9 +187,9 @@ export class DeliveryWorker {
       if (n > 0) this.inFlightByHook.set(hook, n);
       else this.inFlightByHook.delete(hook);
       this.inFlightDone.delete(done);
-      // A full pool claims again once half of it is free, not after every single attempt; a webhook at its limit
-      // may claim again as soon as one of its attempts ends.
-      if (this.inFlight <= this.concurrency / 2 || n === this.perWebhookLimit - 1) this.nudge();
+      // A full pool claims again once half of it is free, not after every single attempt; likewise a webhook that
+      // reached its limit, once half of its attempts ended.
+      if (this.inFlight <= this.concurrency / 2 || n === Math.floor(this.perWebhookLimit / 2)) this.nudge();
     });
     this.inFlightDone.add(done);
   }
