@@ -245,52 +245,60 @@ export class DeliveryWorker {
 
   /**
    * Claims up to `limit` due deliveries of active webhooks in `fair_at` order, at most `perWebhookLimit` in flight
-   * per webhook. A first read picks the candidates; the claim itself locks them (`SKIP LOCKED`: another process's
-   * claim is skipped) and checks again that each is still pending and due, so no attempt runs twice. `held` tells
-   * whether due deliveries were left for webhooks at their limit.
+   * per webhook, in one statement: the inner query picks the candidates (ranked per webhook to respect each one's
+   * room), the outer one locks them (`SKIP LOCKED`: another process's claim is skipped) and checks again that each
+   * is still pending and due, so no attempt runs twice. `held` tells whether due deliveries may have been left for
+   * webhooks at their limit.
    */
   private async claim(limit: number): Promise<{ rows: ClaimedRow[]; held: boolean }> {
     const now = this.deps.clock.now();
     const leaseUntil = new Date(now.getTime() + this.leaseMs);
-    const em = this.deps.db.orm.em.fork();
-    const full = [...this.inFlightByHook].filter(([, n]) => n >= this.perWebhookLimit).map(([id]) => id);
-    const candidates = await em.execute<{ id: string; webhook_id: string }[]>(
-      `select q."id", q."webhook_id" from "webhook_deliveries" q
-         join "webhooks" qw on qw."id" = q."webhook_id" and qw."status" = 'active'
-        where q."status" = 'pending' and q."next_attempt_at" <= ?
-          ${full.length > 0 ? `and q."webhook_id" not in (${full.map(() => '?').join(', ')})` : ''}
-        order by q."fair_at"
-        limit ?`,
-      [now, ...full, limit * 2],
-    );
-    const taken = new Map<string, number>();
-    const ids: string[] = [];
-    let held = full.length > 0;
-    for (const c of candidates) {
-      if (ids.length >= limit) break;
-      const n = (this.inFlightByHook.get(c.webhook_id) ?? 0) + (taken.get(c.webhook_id) ?? 0);
-      if (n >= this.perWebhookLimit) {
-        held = true;
-        continue;
-      }
-      taken.set(c.webhook_id, (taken.get(c.webhook_id) ?? 0) + 1);
-      ids.push(c.id);
-    }
-    if (ids.length === 0) return { rows: [], held };
-    const rows = await em.execute<ClaimedRow[]>(
+    const cap = this.perWebhookLimit;
+    const busy = [...this.inFlightByHook];
+    const full = busy.filter(([, n]) => n >= cap).map(([id]) => id);
+    const partial = busy.filter(([, n]) => n < cap);
+    const params: unknown[] = [leaseUntil, now, now];
+    if (full.length > 0) params.push(...full);
+    params.push(limit * 2);
+    for (const [id, n] of partial) params.push(id, cap - n);
+    params.push(cap, limit, now, now);
+    const rows = await this.deps.db.orm.em.fork().execute<ClaimedRow[]>(
       `update "webhook_deliveries" d
           set "attempts" = d."attempts" + 1, "next_attempt_at" = ?, "updated_at" = ?
          from "webhooks" w
         where w."id" = d."webhook_id" and w."status" = 'active'
           and d."id" in (
             select q."id" from "webhook_deliveries" q
-             where q."id" in (${ids.map(() => '?').join(', ')})
+             where q."id" in (
+               select c."id" from (
+                 select c0.*, row_number() over (partition by c0."webhook_id" order by c0."fair_at", c0."id") as "rank"
+                   from (select q0."id", q0."webhook_id", q0."fair_at" from "webhook_deliveries" q0
+                           join "webhooks" w0 on w0."id" = q0."webhook_id" and w0."status" = 'active'
+                          where q0."status" = 'pending' and q0."next_attempt_at" <= ?
+                            ${full.length > 0 ? `and q0."webhook_id" not in (${full.map(() => '?').join(', ')})` : ''}
+                          order by q0."fair_at"
+                          limit ?) c0) c
+               ${
+                 partial.length > 0
+                   ? `left join (values ${partial.map(() => '(?, ?::int)').join(', ')}) as f("webhook_id", "room")
+                        on f."webhook_id" = c."webhook_id"
+                      where c."rank" <= coalesce(f."room", ?::int)`
+                   : 'where c."rank" <= ?::int'
+               }
+               order by c."fair_at"
+               limit ?)
                and q."status" = 'pending' and q."next_attempt_at" <= ?
              for update of q skip locked)
       returning d."id", d."webhook_id", d."event_id", d."event_type", d."payload", d."attempts", w."url", w."secret",
                 case when w."previous_secret_expires_at" > ? then w."previous_secret" end as "previous_secret"`,
-      [leaseUntil, now, ...ids, now, now],
+      params,
     );
+    let held = full.length > 0;
+    if (!held && rows.length < limit) {
+      const taken = new Map<string, number>();
+      for (const r of rows) taken.set(r.webhook_id, (taken.get(r.webhook_id) ?? 0) + 1);
+      for (const [id, n] of taken) if ((this.inFlightByHook.get(id) ?? 0) + n >= cap) held = true;
+    }
     return { rows, held };
   }
 

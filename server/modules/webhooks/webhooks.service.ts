@@ -222,7 +222,7 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
 /** How far back `recover` reaches: the retention of deliveries. */
 export const RECOVERY_WINDOW_MS = DELIVERY_RETENTION_DAYS * DAY_MS;
 /** Rows written per statement by `recover`. */
-const RECOVER_CHUNK = 500;
+const RECOVER_CHUNK = 2000;
 
 function assertActive(hook: Webhook, action: string): void {
   if (hook.status !== 'active') {
