@@ -219,70 +219,6 @@ describe('webhooks for operators', () => {
       });
     });
 
-    it('a large recovery to a slow receiver holds part of the pool only, and other webhooks go first', async () => {
-      const owner = await createOrg(s.deps);
-      const other = await createOrg(s.deps);
-      rx = await startReceiver();
-      const fast = await startReceiver();
-      try {
-        // The recovering receiver takes 1 s per request; count how many it serves at once.
-        let open = 0;
-        let most = 0;
-        rx.respond(() => {
-          open++;
-          most = Math.max(most, open);
-          setTimeout(() => open--, 1000);
-          return { status: 200, delayMs: 1000 };
-        });
-        const slow = await createWebhook(s, owner, rx.url, ['user.updated']);
-        await createWebhook(s, other, fast.url, ['user.updated']);
-        const em = s.deps.db.orm.em.fork();
-        const at = new Date(Date.now() - 60_000);
-        const FAILED = 120;
-        for (let i = 0; i < FAILED; i++) {
-          const eventId = newId('evt');
-          em.create(WebhookDelivery, {
-            id: newId('del'),
-            webhook: em.getReference(Webhook, slow.id),
-            organizationId: owner.organizationId,
-            eventId,
-            eventType: 'user.updated',
-            payload: JSON.stringify({ id: eventId, type: 'user.updated', data: { object: { i } } }),
-            status: 'failed',
-            attempts: 3,
-            fairAt: at,
-            createdAt: at,
-            updatedAt: at,
-          });
-        }
-        await em.flush();
-        const res = await http(s.baseUrl, 'POST', `/v1/webhooks/${slow.id}/recover`, {
-          token: owner.token,
-          body: { since: new Date(at.getTime() - 1000).toISOString() },
-        });
-        expect(res.body.deliveries_queued).to.equal(FAILED);
-        await rx.waitFor((r) => r.length >= 10);
-
-        // Another webhook's event is delivered while the recovery's backlog still waits.
-        await emit(s, other, { fresh: true });
-        await fast.waitFor((r) => r.length >= 1);
-        expect(rx.requests.length).to.be.lessThan(FAILED);
-
-        await rx.waitFor((r) => r.length >= FAILED, 30_000);
-        // Three quarters of the default pool of 64 attempts in flight.
-        expect(most).to.be.at.most(48);
-        expect(new Set(rx.requests.map((r) => r.body.id)).size).to.equal(FAILED);
-        await until('recovered', async () => {
-          const n = await s.deps.db.orm.em
-            .fork()
-            .count(WebhookDelivery, { webhook: slow.id, status: 'success' });
-          return n === FAILED ? n : undefined;
-        });
-      } finally {
-        await fast.close();
-      }
-    });
-
     it('refuses bad input, other organizations and inactive webhooks, and changes nothing', async () => {
       const owner = await createOrg(s.deps);
       const stranger = await createOrg(s.deps);
@@ -339,6 +275,89 @@ describe('webhooks for operators', () => {
       const hook = await s.deps.db.orm.em.fork().findOneOrFail(Webhook, theirs.id);
       expect(hook.secret).to.equal(theirs.secret);
     });
+  });
+});
+
+/**
+ * On a server alone on its database: the pool limit and the signing of attempts claimed just before a rotation are
+ * per process, so no other server may claim these deliveries.
+ */
+describe('webhooks for operators, on a server of their own', () => {
+  let s: TestServer;
+  let db: Awaited<ReturnType<typeof ownPostgresDatabase>>;
+  let rx: Receiver;
+  before(async () => {
+    db = await ownPostgresDatabase('webhooks_fair');
+    s = await startTestServer({ config: testConfig(db ? { DATABASE_URL: db.url } : {}) });
+  });
+  after(async () => {
+    await rx?.close();
+    await s?.close();
+    await db?.drop();
+  });
+
+  it('a large recovery to a slow receiver holds part of the pool only, and other webhooks go first', async () => {
+    const owner = await createOrg(s.deps);
+    const other = await createOrg(s.deps);
+    rx = await startReceiver();
+    const fast = await startReceiver();
+    try {
+      // The recovering receiver takes 1 s per request; count how many it serves at once.
+      let open = 0;
+      let most = 0;
+      rx.respond(() => {
+        open++;
+        most = Math.max(most, open);
+        setTimeout(() => open--, 1000);
+        return { status: 200, delayMs: 1000 };
+      });
+      const slow = await createWebhook(s, owner, rx.url, ['user.updated']);
+      await createWebhook(s, other, fast.url, ['user.updated']);
+      const em = s.deps.db.orm.em.fork();
+      const at = new Date(Date.now() - 60_000);
+      const FAILED = 120;
+      for (let i = 0; i < FAILED; i++) {
+        const eventId = newId('evt');
+        em.create(WebhookDelivery, {
+          id: newId('del'),
+          webhook: em.getReference(Webhook, slow.id),
+          organizationId: owner.organizationId,
+          eventId,
+          eventType: 'user.updated',
+          payload: JSON.stringify({ id: eventId, type: 'user.updated', data: { object: { i } } }),
+          status: 'failed',
+          attempts: 3,
+          fairAt: at,
+          createdAt: at,
+          updatedAt: at,
+        });
+      }
+      await em.flush();
+      const res = await http(s.baseUrl, 'POST', `/v1/webhooks/${slow.id}/recover`, {
+        token: owner.token,
+        body: { since: new Date(at.getTime() - 1000).toISOString() },
+      });
+      expect(res.body.deliveries_queued).to.equal(FAILED);
+      await rx.waitFor((r) => r.length >= 10);
+
+      // Another webhook's event is delivered while the recovery's backlog still waits.
+      await emit(s, other, { fresh: true });
+      await fast.waitFor((r) => r.length >= 1);
+      expect(rx.requests.length).to.be.lessThan(FAILED);
+
+      await rx.waitFor((r) => r.length >= FAILED, 30_000);
+      // Three quarters of the default pool of 64 attempts in flight.
+      expect(most).to.be.at.most(48);
+      expect(new Set(rx.requests.map((r) => r.body.id)).size).to.equal(FAILED);
+      await until('recovered', async () => {
+        const n = await s.deps.db.orm.em
+          .fork()
+          .count(WebhookDelivery, { webhook: slow.id, status: 'success' });
+        return n === FAILED ? n : undefined;
+      });
+    } finally {
+      await fast.close();
+    }
   });
 
   describe('rotate-secret', () => {
