@@ -1,6 +1,9 @@
 // Webhook delivery figures for `npm run bench` (run alone with `npm run bench -- webhooks`):
 //   - deliveries per second from the outbox to a local receiver (target ≥ 500/s on 2 cores),
-//   - delay from the commit of an event to the receiver getting its first attempt (target p50 < 200 ms).
+//   - delay from the commit of an event to the receiver getting its first attempt (target p50 < 200 ms),
+//   - a recovery (`POST /webhooks/:id/recover`) of 10,000 failed deliveries to a local receiver: deliveries per
+//     second (target ≥ 500/s), and meanwhile the commit-to-attempt delay of another webhook's events (target
+//     p50 < 200 ms): a recovery must not hold up other webhooks.
 //
 // The receiver listens on loopback, which a production server refuses to deliver to (SSRF rules), so this bench
 // runs its own server process (NODE_ENV=development, WEBHOOK_ALLOW_PRIVATE_TARGETS=true) on its own PostgreSQL
@@ -25,6 +28,10 @@ const TARGET_P50_MS = 200;
 const THROUGHPUT_EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 /** Events committed one at a time for the latency figure. */
 const LATENCY_SAMPLES = Number(process.env.BENCH_WEBHOOK_LATENCY_SAMPLES ?? 200);
+/** Failed deliveries recovered at once. */
+const RECOVERY_DELIVERIES = Number(process.env.BENCH_WEBHOOK_RECOVERY ?? 10_000);
+/** Pause between two events of the other webhook while the recovery runs. */
+const RECOVERY_PROBE_EVERY_MS = 50;
 
 interface Receiver {
   url: string;
@@ -106,6 +113,31 @@ async function commitEvents(client: pg.Client, orgId: string, ids: string[]): Pr
   return performance.now();
 }
 
+/** `n` deliveries of `webhookId` that failed for good (as a receiver outage leaves them), created just now. */
+async function insertFailedDeliveries(client: pg.Client, webhookId: string, orgId: string, n: number) {
+  for (let i = 0; i < n; i += 1000) {
+    const values: unknown[] = [];
+    const rows = Array.from({ length: Math.min(1000, n - i) }, (_, j) => {
+      const evt = eventId();
+      const body = JSON.stringify({
+        id: evt,
+        type: 'user.created',
+        created_at: new Date().toISOString(),
+        organization_id: orgId,
+        data: { object: { id: `usr_recovered${i + j}` } },
+      });
+      values.push(`del_${eventId().slice(4)}`, webhookId, orgId, evt, body);
+      const k = j * 5;
+      return `($${k + 1}, now(), now(), $${k + 2}, $${k + 3}, $${k + 4}, 'user.created', $${k + 5}, 'failed', 10, now(), 503, 'Receiver answered 503')`;
+    });
+    await client.query(
+      `insert into webhook_deliveries (id, created_at, updated_at, webhook_id, organization_id, event_id, event_type,
+         payload, status, attempts, fair_at, response_status, last_error) values ${rows.join(', ')}`,
+      values,
+    );
+  }
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
@@ -153,7 +185,12 @@ export async function bench(ctx: BenchContext): Promise<void> {
         },
         body: JSON.stringify(body),
       });
-      const json = (await res.json()) as { token?: string; user?: { organization_id?: string } };
+      const json = (await res.json()) as {
+        token?: string;
+        user?: { organization_id?: string };
+        webhook?: { id: string };
+        deliveries_queued?: number;
+      };
       if (!res.ok) throw new Error(`POST ${path} answered ${res.status}: ${JSON.stringify(json)}`);
       return json;
     };
@@ -210,6 +247,66 @@ export async function bench(ctx: BenchContext): Promise<void> {
     report.figure('  webhooks server RSS', server.rssMb(), 'MB');
     const duplicates = receiver.count - before - THROUGHPUT_EVENTS;
     if (duplicates !== 0) report.note(`the receiver got ${duplicates} more requests than deliveries`);
+
+    // Recovery: 10,000 failed deliveries of a second webhook (its receiver was down) are recovered at once, while
+    // the first webhook keeps receiving one event every RECOVERY_PROBE_EVERY_MS.
+    const recovering = await startReceiver();
+    try {
+      const created = await post('/v1/webhooks', { url: recovering.url, events: ['user.created'] }, token);
+      const recoveringId = created.webhook!.id;
+      const since = new Date(Date.now() - 60_000);
+      await insertFailedDeliveries(client, recoveringId, orgId, RECOVERY_DELIVERIES);
+      const probes: Promise<number>[] = [];
+      let probing = true;
+      const probeLoop = (async () => {
+        while (probing) {
+          const id = eventId();
+          const committedAt = await commitEvents(client, orgId, [id]);
+          probes.push(receiver.arrival(id).then((t) => t - committedAt));
+          await new Promise((ok) => setTimeout(ok, RECOVERY_PROBE_EVERY_MS));
+        }
+      })();
+      await new Promise((ok) => setTimeout(ok, 200)); // the other webhook's traffic is flowing
+      const started = performance.now();
+      const recovered = await post(
+        `/v1/webhooks/${recoveringId}/recover`,
+        { since: since.toISOString() },
+        token,
+      );
+      if (recovered.deliveries_queued !== RECOVERY_DELIVERIES)
+        throw new Error(`recover queued ${recovered.deliveries_queued}, not ${RECOVERY_DELIVERIES}`);
+      const answered = performance.now();
+      const done = await recovering.reach(RECOVERY_DELIVERIES);
+      probing = false;
+      await probeLoop;
+      const during = (await Promise.all(probes)).sort((a, b) => a - b);
+      const recoveryRate = (RECOVERY_DELIVERIES * 1000) / (done - started);
+      report.figure(
+        `recovery of ${fmt(RECOVERY_DELIVERIES)} failed deliveries (request to last arrival)`,
+        recoveryRate,
+        '/s',
+        { target: `≥ ${TARGET_RATE}/s`, met: recoveryRate >= TARGET_RATE },
+      );
+      report.figure('  the recover request itself (queues them all)', answered - started, 'ms');
+      report.figure(
+        '  from its answer to the last arrival',
+        (RECOVERY_DELIVERIES * 1000) / (done - answered),
+        '/s',
+      );
+      const duringP50 = percentile(during, 50);
+      report.figure(
+        `  another webhook meanwhile: commit to first attempt, p50 (${during.length} events)`,
+        duringP50,
+        'ms',
+        { target: `< ${TARGET_P50_MS} ms`, met: duringP50 < TARGET_P50_MS },
+      );
+      report.figure('    p90', percentile(during, 90), 'ms');
+      report.figure('    max', during[during.length - 1] ?? 0, 'ms');
+      const extra = recovering.count - RECOVERY_DELIVERIES;
+      if (extra !== 0) report.note(`the recovering receiver got ${extra} more requests than deliveries`);
+    } finally {
+      await recovering.close();
+    }
     const warnings = server.warnings();
     if (warnings.length)
       report.note(`webhooks server logged ${warnings.length} warnings: ${warnings[0]!.slice(0, 200)}`);

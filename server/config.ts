@@ -98,6 +98,7 @@ const ZEnv = z.object({
       return parsed;
     }),
   WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', 100, 60_000).default(10_000),
+  WEBHOOK_DISABLE_AFTER: duration('WEBHOOK_DISABLE_AFTER', 1000, 365 * 86_400_000).default(5 * 86_400_000),
   RATE_LIMIT_BURST: int('RATE_LIMIT_BURST', 1, 1_000_000).default(100),
   AUDIT_LOG_ENABLED: bool('AUDIT_LOG_ENABLED').default(true),
   SITES_DOMAIN: z
@@ -193,7 +194,13 @@ export interface Config {
   /** Certificate and key, read and checked as a pair at start. */
   tls: { certFile: string; keyFile: string; cert: Buffer; key: Buffer } | undefined;
   provisioningDelayMs: number;
-  webhook: { allowPrivateTargets: boolean; retryScheduleMs: number[]; timeoutMs: number };
+  webhook: {
+    allowPrivateTargets: boolean;
+    retryScheduleMs: number[];
+    timeoutMs: number;
+    /** A webhook whose attempts have all failed for this long is disabled (README, "Webhooks"). */
+    disableAfterMs: number;
+  };
   rateLimitBurst: number;
   /** False only to measure what the audit log costs (the benchmark); every change is audited otherwise. */
   auditLogEnabled: boolean;
@@ -321,6 +328,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       retryScheduleMs: v.WEBHOOK_RETRY_SCHEDULE ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS,
       timeoutMs: v.WEBHOOK_TIMEOUT_MS,
+      disableAfterMs: v.WEBHOOK_DISABLE_AFTER,
     },
     rateLimitBurst: v.RATE_LIMIT_BURST,
     auditLogEnabled: v.AUDIT_LOG_ENABLED,

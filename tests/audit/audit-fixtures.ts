@@ -4,6 +4,9 @@ import { GIT_REPO, waitForDeployment } from '../modules/hosting/hosting-helpers.
 import { runDueBilling } from '../../server/modules/billing/renewals.js';
 import { login } from '../../server/modules/auth/auth.service.js';
 import { createInProcessContext } from '../../server/trpc/context.js';
+import { newId } from '../../server/lib/ids.js';
+import { WebhookDelivery } from '../../server/modules/webhooks/webhook-delivery.entity.js';
+import { Webhook } from '../../server/modules/webhooks/webhook.entity.js';
 import { createUser, signedIn, uniqueEmail, type TestUser } from '../support/factories.js';
 import type { FakeClock } from '../support/fake-clock.js';
 import type { TestServer } from '../support/server.js';
@@ -57,6 +60,27 @@ async function webhook(s: TestServer, owner: TestUser): Promise<string> {
     .caller(owner.token)
     .webhooks.create({ url: 'https://example.com/audited', events: ['user.created'] });
   return webhook.id;
+}
+
+/** A failed delivery of webhook `id`, created now (what redeliver and recover act on). */
+async function failedDelivery(s: TestServer, owner: TestUser, id: string, at: Date): Promise<string> {
+  const em = s.deps.db.orm.em.fork();
+  const eventId = newId('evt');
+  const delivery = em.create(WebhookDelivery, {
+    id: newId('del'),
+    webhook: em.getReference(Webhook, id),
+    organizationId: owner.organizationId,
+    eventId,
+    eventType: 'user.created',
+    payload: JSON.stringify({ id: eventId, type: 'user.created', data: { object: {} } }),
+    status: 'failed',
+    attempts: 1,
+    fairAt: at,
+    createdAt: at,
+    updatedAt: at,
+  });
+  await em.flush();
+  return delivery.id;
 }
 
 /** Two-factor on for `owner`; returns the authenticator (the clock moves past the step used to enable). */
@@ -292,6 +316,29 @@ export const auditFixtures: Record<string, AuditFixture> = {
     return { token: owner.token, input: { id }, target: () => ({ type: 'webhook', id }) };
   },
   'webhooks.test': async ({ s, owner }) => {
+    const id = await webhook(s, owner);
+    return { token: owner.token, input: { id }, target: () => ({ type: 'webhook', id }) };
+  },
+  'webhooks.redeliver': async ({ s, owner, clock }) => {
+    const id = await webhook(s, owner);
+    const delivery_id = await failedDelivery(s, owner, id, clock.now());
+    return {
+      token: owner.token,
+      input: { id, delivery_id },
+      target: () => ({ type: 'webhook_delivery', id: delivery_id }),
+    };
+  },
+  'webhooks.recover': async ({ s, owner, clock }) => {
+    const id = await webhook(s, owner);
+    const since = new Date(clock.now().getTime() - 60_000);
+    await failedDelivery(s, owner, id, clock.now());
+    return {
+      token: owner.token,
+      input: { id, since: since.toISOString() },
+      target: () => ({ type: 'webhook', id }),
+    };
+  },
+  'webhooks.rotateSecret': async ({ s, owner }) => {
     const id = await webhook(s, owner);
     return { token: owner.token, input: { id }, target: () => ({ type: 'webhook', id }) };
   },

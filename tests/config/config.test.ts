@@ -76,6 +76,7 @@ describe('configuration (README, "Configuration")', () => {
         allowPrivateTargets: false,
         retryScheduleMs: DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS,
         timeoutMs: 10_000,
+        disableAfterMs: 5 * 86_400_000,
       });
     });
 
@@ -98,6 +99,7 @@ describe('configuration (README, "Configuration")', () => {
         PROVISIONING_DELAY_MS: '50',
         WEBHOOK_RETRY_SCHEDULE: '1s,2s,3m',
         WEBHOOK_TIMEOUT_MS: '5000',
+        WEBHOOK_DISABLE_AFTER: '36h',
         RATE_LIMIT_BURST: '7',
         LOG_LEVEL: 'warn',
       });
@@ -121,6 +123,7 @@ describe('configuration (README, "Configuration")', () => {
         logLevel: 'warn',
       });
       expect(c.webhook.retryScheduleMs).to.deep.equal([1000, 2000, 180_000]);
+      expect(c.webhook.disableAfterMs).to.equal(36 * 3_600_000);
     });
 
     it('treats empty variables as unset', () => {
@@ -142,6 +145,7 @@ describe('configuration (README, "Configuration")', () => {
         PROVISIONING_DELAY_MS: '-5',
         WEBHOOK_RETRY_SCHEDULE: '1s,,soon',
         WEBHOOK_TIMEOUT_MS: '10',
+        WEBHOOK_DISABLE_AFTER: 'never',
         RATE_LIMIT_BURST: '0',
         LOG_LEVEL: 'loud',
       });
@@ -159,6 +163,7 @@ describe('configuration (README, "Configuration")', () => {
         'PROVISIONING_DELAY_MS',
         'WEBHOOK_RETRY_SCHEDULE',
         'WEBHOOK_TIMEOUT_MS',
+        'WEBHOOK_DISABLE_AFTER',
         'RATE_LIMIT_BURST',
         'LOG_LEVEL',
       ];

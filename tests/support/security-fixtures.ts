@@ -31,6 +31,9 @@ import { billingSecurityFixtures } from '../modules/billing/billing.security-fix
 import type { TestUser } from './factories.js';
 import { createUser } from './factories.js';
 import type { TestServer } from './server.js';
+import { newId } from '../../server/lib/ids.js';
+import { WebhookDelivery } from '../../server/modules/webhooks/webhook-delivery.entity.js';
+import { Webhook } from '../../server/modules/webhooks/webhook.entity.js';
 import { hostingSecurityFixtures } from '../modules/hosting/hosting.security-fixtures.js';
 
 export interface FixtureContext {
@@ -86,6 +89,15 @@ export const securityFixtures: Record<string, SecurityFixture> = {
   'webhooks.delete': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
   'webhooks.deliveries': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
   'webhooks.test': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
+  'webhooks.redeliver': async ({ s, other }) => {
+    const id = await otherOrgWebhook(s, other);
+    return { id, delivery_id: await otherOrgDelivery(s, other, id) };
+  },
+  'webhooks.recover': async ({ s, other }) => ({
+    id: await otherOrgWebhook(s, other),
+    since: new Date(Date.now() - 60_000).toISOString(),
+  }),
+  'webhooks.rotateSecret': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
 
   ...hostingSecurityFixtures,
   ...databasesSecurityFixtures,
@@ -104,4 +116,26 @@ async function otherOrgWebhook(s: TestServer, other: TestUser): Promise<string> 
     .caller(other.token)
     .webhooks.create({ url: 'https://hooks.example.com/other', events: ['user.created'] });
   return webhook.id;
+}
+
+/** A failed delivery of another organization's webhook, written as the worker leaves one. */
+async function otherOrgDelivery(s: TestServer, other: TestUser, webhookId: string): Promise<string> {
+  const em = s.deps.db.orm.em.fork();
+  const now = new Date();
+  const eventId = newId('evt');
+  const delivery = em.create(WebhookDelivery, {
+    id: newId('del'),
+    webhook: em.getReference(Webhook, webhookId),
+    organizationId: other.organizationId,
+    eventId,
+    eventType: 'user.created',
+    payload: JSON.stringify({ id: eventId, type: 'user.created', data: { object: {} } }),
+    status: 'failed',
+    attempts: 1,
+    fairAt: now,
+    createdAt: now,
+    updatedAt: now,
+  });
+  await em.flush();
+  return delivery.id;
 }

@@ -7,6 +7,7 @@ import type { AppDeps } from '../../server/kit/deps.js';
 import { createInProcessContext } from '../../server/trpc/context.js';
 import { appRouter } from '../../server/router.js';
 import type { Clock } from '../../server/lib/time.js';
+import type { MailDriver } from '../../server/mail/mail-driver.js';
 import { testConfig } from './env.js';
 
 export interface TestServer {
@@ -27,6 +28,8 @@ export async function startTestServer(
     config?: Config;
     env?: Record<string, string | undefined>;
     clock?: Clock;
+    /** Outgoing mail (a MemoryMailDriver to read it); the log driver by default. */
+    mail?: MailDriver;
     startJobs?: boolean;
     /** A PGlite directory that outlives the server (restart tests); in memory by default. */
     pgliteDataDir?: string;
@@ -38,6 +41,7 @@ export async function startTestServer(
   const deps = await startServices(config, {
     pgliteDataDir: opts.pgliteDataDir ?? (config.databaseUrl ? undefined : 'memory://'),
     clock: opts.clock,
+    mail: opts.mail,
     startJobs: opts.startJobs,
   });
   const app = await buildApp(deps);

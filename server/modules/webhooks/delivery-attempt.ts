@@ -1,6 +1,7 @@
 import type { Em } from '../../db/orm.js';
 import { createSafeHttpClient, type SafeHttpClient } from '../../lib/safe-http.js';
 import type { AppDeps } from '../../kit/deps.js';
+import { notifyAutoDisabled, type DisabledWebhook } from './auto-disable.js';
 import { nextRetryDelayMs } from './retry-schedule.js';
 import { deliveryHeaders } from './webhook-signing.js';
 
@@ -16,6 +17,8 @@ export interface AttemptTarget {
   attempt: number;
   url: string;
   secret: string;
+  /** The secret before a rotation, while its overlap lasts: signs too (README, "Webhooks"). */
+  previousSecret: string | null;
 }
 
 export interface AttemptOutcome {
@@ -64,6 +67,7 @@ export async function performAttempt(deps: AppDeps, t: AttemptTarget): Promise<A
     eventType: t.eventType,
     deliveryId: t.deliveryId,
     attempt: t.attempt,
+    previousSecret: t.previousSecret,
   });
   let result;
   try {
@@ -117,8 +121,9 @@ function nextState(
 
 /**
  * Records the outcomes of several attempts in one statement, each guarded by its attempt number so that a worker
- * whose lease expired can never overwrite a newer attempt. A 410 also disables the webhook, in the same
- * transaction.
+ * whose lease expired can never overwrite a newer attempt. In the same transaction: a 410 disables the webhook; a
+ * success ends its run of failures; a failure starts one (`failing_since`) or, when the run has lasted
+ * `WEBHOOK_DISABLE_AFTER`, disables the webhook, and its owner and admins are told by mail after the commit.
  */
 export async function recordOutcomes(
   deps: AppDeps,
@@ -146,15 +151,25 @@ export async function recordOutcomes(
   });
   const gone = items.filter((i) => i.outcome.gone);
   const write = async (tx: Em) => {
+    // A success ends its webhook's run of failures (`failing_since`), in the same statement; a failure after it in
+    // this batch starts a new run (trackFailureRuns).
     const changed = await tx.execute<{ id: string }[]>(
-      `update "webhook_deliveries" d
+      `with done as (
+       update "webhook_deliveries" d
           set "status" = v.status, "next_attempt_at" = v.next_at::timestamptz, "last_attempt_at" = v.at::timestamptz,
               "delivered_at" = v.delivered_at::timestamptz, "response_status" = v.response_status::int,
-              "response_time_ms" = v.response_time_ms::int, "last_error" = v.last_error, "updated_at" = v.at::timestamptz
+              "response_time_ms" = v.response_time_ms::int, "last_error" = v.last_error, "updated_at" = v.at::timestamptz,
+              "fair_at" = coalesce(v.next_at::timestamptz, d."fair_at")
          from (values ${rows.join(', ')})
               as v(id, attempts, status, next_at, at, delivered_at, response_status, response_time_ms, last_error)
         where d."id" = v.id and d."attempts" = v.attempts::int and d."status" = 'pending'
-        returning d."id"`,
+        returning d."id", d."webhook_id", d."status"
+       ), ended_runs as (
+       update "webhooks" w set "failing_since" = null
+        where w."failing_since" is not null
+          and w."id" in (select "webhook_id" from done where "status" = 'success')
+       )
+       select "id" from done`,
       values,
     );
     const done = new Set(changed.map((r) => r.id));
@@ -165,8 +180,76 @@ export async function recordOutcomes(
         [g.outcome.at, g.target.webhookId],
       );
     }
+    disabled.push(
+      ...(await trackFailureRuns(
+        deps,
+        tx,
+        items.filter((i) => done.has(i.target.deliveryId)),
+      )),
+    );
     return done;
   };
-  const done = await (gone.length > 0 ? em.transactional(write) : write(em));
+  const disabled: DisabledWebhook[] = [];
+  const needsTx = gone.length > 0 || items.some((i) => !i.outcome.success);
+  const done = await (needsTx ? em.transactional(write) : write(em));
+  if (disabled.length > 0) {
+    notifyAutoDisabled(deps, disabled).catch((err: unknown) =>
+      deps.log.error({ err }, 'could not send the webhook auto-disable mail'),
+    );
+  }
   return items.map((i, k) => ({ recorded: done.has(i.target.deliveryId), ...states[k]! }));
+}
+
+/**
+ * Starts or continues each failing webhook's run of failed attempts (`failing_since`) from the recorded outcomes
+ * (a success already ended the stored run), and disables the webhooks whose run has lasted `WEBHOOK_DISABLE_AFTER`.
+ * Returns those just disabled.
+ */
+async function trackFailureRuns(deps: AppDeps, tx: Em, recorded: OutcomeInput[]): Promise<DisabledWebhook[]> {
+  if (recorded.length === 0) return [];
+  // Per webhook, in the order of the attempts: the last success, and the first failure after it.
+  const runs = new Map<string, { succeededAt?: Date; failingSince?: Date; lastAt: Date }>();
+  for (const { target, outcome } of [...recorded].sort(
+    (a, b) => a.outcome.at.getTime() - b.outcome.at.getTime(),
+  )) {
+    const run = runs.get(target.webhookId) ?? { lastAt: outcome.at };
+    run.lastAt = outcome.at;
+    if (outcome.success) {
+      run.succeededAt = outcome.at;
+      run.failingSince = undefined;
+    } else {
+      run.failingSince ??= outcome.at;
+    }
+    runs.set(target.webhookId, run);
+  }
+  const failing = [...runs].filter(([, r]) => r.failingSince !== undefined);
+  if (failing.length === 0) return [];
+  const values: unknown[] = [];
+  const rows = failing.map(([id, r]) => {
+    // A success earlier in this batch ended the stored run: this batch's first failure after it starts a new one.
+    values.push(id, r.failingSince, r.succeededAt ? 'reset' : 'keep', r.lastAt);
+    return '(?, ?, ?, ?)';
+  });
+  const runRows = await tx.execute<{ id: string; failing_since: Date | string; status: string }[]>(
+    `update "webhooks" w
+        set "failing_since" = case when v.mode = 'reset' then v.since::timestamptz
+                                   else coalesce(w."failing_since", v.since::timestamptz) end
+       from (values ${rows.join(', ')}) as v(id, since, mode, last_at)
+      where w."id" = v.id
+     returning w."id", w."failing_since", w."status"`,
+    values,
+  );
+  const disableAfterMs = deps.config.webhook.disableAfterMs;
+  const due = runRows.filter((r) => {
+    const lastAt = runs.get(r.id)!.lastAt.getTime();
+    return r.status === 'active' && lastAt - new Date(r.failing_since).getTime() >= disableAfterMs;
+  });
+  if (due.length === 0) return [];
+  const at = new Date(Math.max(...due.map((r) => runs.get(r.id)!.lastAt.getTime())));
+  return tx.execute<DisabledWebhook[]>(
+    `update "webhooks" set "status" = 'disabled', "updated_at" = ?
+      where "id" in (${due.map(() => '?').join(', ')}) and "status" = 'active'
+     returning "id", "organization_id", "url", "failing_since"`,
+    [at, ...due.map((r) => r.id)],
+  );
 }

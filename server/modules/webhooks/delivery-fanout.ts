@@ -61,7 +61,7 @@ export async function fanOutToWebhooks(em: Em, events: OutboxEvent[], now: Date)
       if (!h.events.has(e.type)) continue;
       if (e.organizationId !== null && e.organizationId !== h.organization_id) continue;
       const payload = eventBody({ ...e, organizationId: h.organization_id });
-      rows.push([newId('del'), now, now, h.id, h.organization_id, e.id, e.type, payload, now]);
+      rows.push([newId('del'), now, now, h.id, h.organization_id, e.id, e.type, payload, now, now]);
     }
   }
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
@@ -69,9 +69,9 @@ export async function fanOutToWebhooks(em: Em, events: OutboxEvent[], now: Date)
     await em.execute(
       `insert into "webhook_deliveries"
          ("id", "created_at", "updated_at", "webhook_id", "organization_id", "event_id", "event_type", "payload",
-          "next_attempt_at", "status", "attempts")
-       values ${chunk.map(() => `(?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0)`).join(', ')}
-       on conflict ("event_id", "webhook_id") do nothing`,
+          "next_attempt_at", "fair_at", "status", "attempts")
+       values ${chunk.map(() => `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0)`).join(', ')}
+       on conflict ("event_id", "webhook_id") where "redelivery_of" is null do nothing`,
       chunk.flat(),
     );
   }

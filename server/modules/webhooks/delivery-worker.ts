@@ -21,6 +21,15 @@ import {
  * result is refused by the `attempts` guard.
  */
 
+/*
+ * Fairness. Due deliveries are claimed in `fair_at` order rather than by due time. Fan-out and retries set it to the
+ * due time; a recovery (`POST /webhooks/:id/recover`) spreads its deliveries over later values (RECOVERY_SPACING_MS
+ * apart, after any backlog of the same webhook), so one webhook's thousands of recovered deliveries never stand in
+ * front of another webhook's fresh ones, yet are all due at once and go as fast as the pool allows when nothing else
+ * waits. And one webhook holds at most three quarters of the process's attempts in flight, so a slow receiver cannot
+ * take the whole pool.
+ */
+
 /** Outcomes written per statement at most. */
 const OUTCOME_BATCH = 200;
 
@@ -42,6 +51,15 @@ interface ClaimedRow {
   attempts: number;
   url: string;
   secret: string;
+  previous_secret: string | null;
+}
+
+/** Secrets of a rotation made in this process, for the attempts claimed just before it and not yet sent. */
+interface RotationNote {
+  secret: string;
+  previousSecret: string | null;
+  replaced: string;
+  until: number;
 }
 
 export class DeliveryWorker {
@@ -59,6 +77,10 @@ export class DeliveryWorker {
   private writing: Promise<void> | undefined;
   /** Attempts this process has made (for tests and metrics). */
   attemptsMade = 0;
+  /** Attempts in flight per webhook, and the most one webhook may have. */
+  private readonly inFlightByHook = new Map<string, number>();
+  private readonly perWebhookLimit: number;
+  private readonly rotations = new Map<string, RotationNote>();
 
   constructor(
     private readonly deps: AppDeps,
@@ -68,6 +90,19 @@ export class DeliveryWorker {
     this.claimBatch = opts.claimBatch ?? 100;
     this.pollIntervalMs = opts.pollIntervalMs ?? 1000;
     this.leaseMs = deps.config.webhook.timeoutMs + 60_000;
+    this.perWebhookLimit = Math.max(1, Math.floor((this.concurrency * 3) / 4));
+  }
+
+  /**
+   * A rotation of `webhookId`'s secret was just written (README, "Webhooks"): an attempt claimed before it commits
+   * still carries the replaced secret alone and could reach a receiver that has already switched to the new one.
+   * Such attempts of this process are signed with both secrets instead (and, if the rotation were rolled back, the
+   * extra signature would only be one the receiver ignores).
+   */
+  noteRotation(webhookId: string, secret: string, previousSecret: string | null, replaced: string): void {
+    const now = Date.now();
+    for (const [id, note] of this.rotations) if (note.until < now) this.rotations.delete(id);
+    this.rotations.set(webhookId, { secret, previousSecret, replaced, until: now + this.leaseMs });
   }
 
   start(): void {
@@ -104,12 +139,14 @@ export class DeliveryWorker {
       try {
         if (free > 0) {
           wanted = Math.min(free, this.claimBatch);
-          const rows = await this.claim(wanted);
+          const { rows, held } = await this.claim(wanted);
           claimed = rows.length;
           for (const row of rows) this.launch(row);
           if (claimed < wanted) {
             await this.failDeliveriesOfInactiveWebhooks();
             nextDueMs = await this.msUntilNextDue();
+            // What is due belongs to webhooks at their limit: wait for one of their attempts to finish (a nudge).
+            if (held && (nextDueMs === undefined || nextDueMs <= 0)) nextDueMs = this.pollIntervalMs;
           }
         }
         failures = 0;
@@ -138,20 +175,34 @@ export class DeliveryWorker {
       attempt: Number(row.attempts),
       url: row.url,
       secret: row.secret,
+      previousSecret: row.previous_secret,
     };
+    const hook = row.webhook_id;
     this.inFlight++;
+    this.inFlightByHook.set(hook, (this.inFlightByHook.get(hook) ?? 0) + 1);
     this.attemptsMade++;
     const done = this.attempt(target).finally(() => {
       this.inFlight--;
+      const n = (this.inFlightByHook.get(hook) ?? 1) - 1;
+      if (n > 0) this.inFlightByHook.set(hook, n);
+      else this.inFlightByHook.delete(hook);
       this.inFlightDone.delete(done);
-      // A full pool claims again once half of it is free, not after every single attempt.
-      if (this.inFlight <= this.concurrency / 2) this.nudge();
+      // A full pool claims again once half of it is free, not after every single attempt; likewise a webhook that
+      // reached its limit, once half of its attempts ended.
+      if (this.inFlight <= this.concurrency / 2 || n === Math.floor(this.perWebhookLimit / 2)) this.nudge();
     });
     this.inFlightDone.add(done);
   }
 
+  /** The secrets to sign with, seen right before sending (see noteRotation). */
+  private withLatestSecrets(t: AttemptTarget): AttemptTarget {
+    const note = this.rotations.get(t.webhookId);
+    if (!note || note.until < Date.now() || t.secret !== note.replaced) return t;
+    return { ...t, secret: note.secret, previousSecret: note.previousSecret };
+  }
+
   private async attempt(target: AttemptTarget): Promise<void> {
-    const outcome = await performAttempt(this.deps, target);
+    const outcome = await performAttempt(this.deps, this.withLatestSecrets(target));
     const result = await this.record({ target, outcome });
     if (!result) return; // not written: the lease expires and the delivery is attempted again (never lost)
     if (!result.recorded) {
@@ -192,26 +243,63 @@ export class DeliveryWorker {
     this.writing = undefined;
   }
 
-  /** Claims up to `limit` due deliveries of active webhooks, in one statement. */
-  private async claim(limit: number): Promise<ClaimedRow[]> {
+  /**
+   * Claims up to `limit` due deliveries of active webhooks in `fair_at` order, at most `perWebhookLimit` in flight
+   * per webhook, in one statement: the inner query picks the candidates (ranked per webhook to respect each one's
+   * room), the outer one locks them (`SKIP LOCKED`: another process's claim is skipped) and checks again that each
+   * is still pending and due, so no attempt runs twice. `held` tells whether due deliveries may have been left for
+   * webhooks at their limit.
+   */
+  private async claim(limit: number): Promise<{ rows: ClaimedRow[]; held: boolean }> {
     const now = this.deps.clock.now();
     const leaseUntil = new Date(now.getTime() + this.leaseMs);
-    const em = this.deps.db.orm.em.fork();
-    return em.execute<ClaimedRow[]>(
+    const cap = this.perWebhookLimit;
+    const busy = [...this.inFlightByHook];
+    const full = busy.filter(([, n]) => n >= cap).map(([id]) => id);
+    const partial = busy.filter(([, n]) => n < cap);
+    const params: unknown[] = [leaseUntil, now, now];
+    if (full.length > 0) params.push(...full);
+    params.push(limit * 2);
+    for (const [id, n] of partial) params.push(id, cap - n);
+    params.push(cap, limit, now, now);
+    const rows = await this.deps.db.orm.em.fork().execute<ClaimedRow[]>(
       `update "webhook_deliveries" d
           set "attempts" = d."attempts" + 1, "next_attempt_at" = ?, "updated_at" = ?
          from "webhooks" w
-        where w."id" = d."webhook_id"
+        where w."id" = d."webhook_id" and w."status" = 'active'
           and d."id" in (
             select q."id" from "webhook_deliveries" q
-              join "webhooks" qw on qw."id" = q."webhook_id" and qw."status" = 'active'
-             where q."status" = 'pending' and q."next_attempt_at" <= ?
-             order by q."next_attempt_at"
-             limit ?
+             where q."id" in (
+               select c."id" from (
+                 select c0.*, row_number() over (partition by c0."webhook_id" order by c0."fair_at", c0."id") as "rank"
+                   from (select q0."id", q0."webhook_id", q0."fair_at" from "webhook_deliveries" q0
+                           join "webhooks" w0 on w0."id" = q0."webhook_id" and w0."status" = 'active'
+                          where q0."status" = 'pending' and q0."next_attempt_at" <= ?
+                            ${full.length > 0 ? `and q0."webhook_id" not in (${full.map(() => '?').join(', ')})` : ''}
+                          order by q0."fair_at"
+                          limit ?) c0) c
+               ${
+                 partial.length > 0
+                   ? `left join (values ${partial.map(() => '(?, ?::int)').join(', ')}) as f("webhook_id", "room")
+                        on f."webhook_id" = c."webhook_id"
+                      where c."rank" <= coalesce(f."room", ?::int)`
+                   : 'where c."rank" <= ?::int'
+               }
+               order by c."fair_at"
+               limit ?)
+               and q."status" = 'pending' and q."next_attempt_at" <= ?
              for update of q skip locked)
-      returning d."id", d."webhook_id", d."event_id", d."event_type", d."payload", d."attempts", w."url", w."secret"`,
-      [leaseUntil, now, now, limit],
+      returning d."id", d."webhook_id", d."event_id", d."event_type", d."payload", d."attempts", w."url", w."secret",
+                case when w."previous_secret_expires_at" > ? then w."previous_secret" end as "previous_secret"`,
+      params,
     );
+    let held = full.length > 0;
+    if (!held && rows.length < limit) {
+      const taken = new Map<string, number>();
+      for (const r of rows) taken.set(r.webhook_id, (taken.get(r.webhook_id) ?? 0) + 1);
+      for (const [id, n] of taken) if ((this.inFlightByHook.get(id) ?? 0) + n >= cap) held = true;
+    }
+    return { rows, held };
   }
 
   /** Deliveries whose webhook was paused, disabled (410) or deleted meanwhile end as `failed`, unattempted. */

@@ -22,9 +22,19 @@ export const WebhookDeliverySchema = defineEntity({
     },
     // The attempt queue.
     { name: 'webhook_deliveries_due_index', properties: ['nextAttemptAt'], where: { status: 'pending' } },
+    // The order in which due deliveries are claimed.
+    { name: 'webhook_deliveries_fair_index', properties: ['fairAt'], where: { status: 'pending' } },
+    // The retention purge.
+    { name: 'webhook_deliveries_created_at_index', properties: ['createdAt'] },
   ],
-  // One delivery per event and webhook, however many relays see the event.
-  uniques: [{ name: 'webhook_deliveries_event_webhook_unique', properties: ['eventId', 'webhook'] }],
+  // One delivery per event and webhook from the fan-out, however many relays see the event; redeliveries are more.
+  uniques: [
+    {
+      name: 'webhook_deliveries_event_webhook_unique',
+      properties: ['eventId', 'webhook'],
+      where: { redeliveryOf: null },
+    },
+  ],
   properties: {
     webhook: () => p.manyToOne(Webhook).deleteRule('cascade'),
     organizationId: p.string().length(64),
@@ -40,6 +50,15 @@ export const WebhookDeliverySchema = defineEntity({
     responseStatus: p.integer().nullable(),
     responseTimeMs: p.integer().nullable(),
     lastError: p.string().length(500).nullable(),
+    /**
+     * Claim order among due deliveries: the due time for fan-out and retries; a recovered backlog is spread over
+     * later values, so that other webhooks' fresh deliveries are claimed before most of it (delivery-worker.ts).
+     */
+    fairAt: p.datetime(3).columnType('timestamptz(3)'),
+    /** The delivery that this one sends again (redeliver, recover), or null. */
+    redeliveryOf: p.string().length(64).nullable(),
+    /** When `recover` queued a new delivery for this failed one (each is recovered at most once). */
+    recoveredAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
   },
 });
 export class WebhookDelivery extends WebhookDeliverySchema.class {}

@@ -43,11 +43,20 @@ export function standardSignature({ secret, body, messageId, timestamp }: SignIn
   return `v1,${mac}`;
 }
 
-/** Every header of a delivery attempt (README, "Webhooks"). */
+/**
+ * Every header of a delivery attempt (README, "Webhooks"). During a rotation's overlap (`previousSecret` set) the
+ * new secret keys `X-VPN-Signature`, the old one `X-VPN-Signature-Previous`, and `webhook-signature` lists both,
+ * new first (`v1,<new> v1,<old>`): a receiver holding either secret verifies.
+ */
 export function deliveryHeaders(
-  input: SignInput & { eventType: string; deliveryId: string; attempt: number },
+  input: SignInput & {
+    eventType: string;
+    deliveryId: string;
+    attempt: number;
+    previousSecret?: string | null;
+  },
 ): Record<string, string> {
-  return {
+  const headers: Record<string, string> = {
     'content-type': 'application/json',
     'user-agent': 'CloudPlatform-Webhooks/1.0',
     'x-vpn-signature': vpnSignature(input.secret, input.body),
@@ -58,4 +67,9 @@ export function deliveryHeaders(
     'webhook-timestamp': String(input.timestamp),
     'webhook-signature': standardSignature(input),
   };
+  if (input.previousSecret) {
+    headers['x-vpn-signature-previous'] = vpnSignature(input.previousSecret, input.body);
+    headers['webhook-signature'] += ` ${standardSignature({ ...input, secret: input.previousSecret })}`;
+  }
+  return headers;
 }

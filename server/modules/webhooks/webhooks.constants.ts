@@ -16,3 +16,12 @@ export const MAX_WEBHOOKS_PER_ORGANIZATION = 100;
 
 /** The name of the delivery worker (tests reach it with `workerOf`). */
 export const DELIVERY_WORKER = 'webhooks.deliveries';
+
+/** Deliveries are kept this many days (README, "Webhooks"); `recover` reaches as far back. */
+export const DELIVERY_RETENTION_DAYS = 30;
+
+/**
+ * `fair_at` step between the deliveries of one recovery: their claim order, not their due time (all are due at
+ * once). Fresh deliveries of other webhooks are ordered before the part of a backlog not yet reached at this pace.
+ */
+export const RECOVERY_SPACING_MS = 5;

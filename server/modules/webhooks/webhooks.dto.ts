@@ -28,6 +28,7 @@ function baseDto(h: Webhook, stats: StatsRow | undefined, secret: 'masked' | 'fu
     active: h.status === 'active',
     description: h.description ?? null,
     secret: secret === 'full' ? h.secret : maskSecret(h.secret),
+    previous_secret_expires_at: h.previousSecret ? iso(h.previousSecretExpiresAt) : null,
     created_at: iso(h.createdAt)!,
     updated_at: iso(h.updatedAt)!,
     last_delivery: dateOrNull(stats?.last_delivery),
@@ -79,6 +80,7 @@ export function toDeliveryDto(d: WebhookDelivery): TDelivery {
     next_attempt_at: d.status === 'pending' ? iso(d.nextAttemptAt) : null,
     error: d.lastError ?? null,
     created_at: iso(d.createdAt)!,
+    redelivery_of: d.redeliveryOf ?? null,
     event_data: JSON.parse(d.payload) as Record<string, unknown>,
   };
 }

@@ -4,16 +4,25 @@ import { workerOf } from '../../kit/runtime.js';
 import { fanOutToWebhooks } from './delivery-fanout.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import { Migration20261121000020_webhooks } from './migrations/Migration20261121000020_webhooks.js';
+import { Migration20261124000020_webhooks_operators } from './migrations/Migration20261124000020_webhooks_operators.js';
 import { WebhookDelivery } from './webhook-delivery.entity.js';
 import { Webhook } from './webhook.entity.js';
 import { DELIVERY_WORKER } from './webhooks.constants.js';
+import { dropExpiredSecretsJob, purgeDeliveriesJob } from './webhooks.jobs.js';
 import { webhooksRouter } from './webhooks.router.js';
 
 export const webhooksModule = defineModule({
   name: 'webhooks',
   router: webhooksRouter,
   entities: [Webhook, WebhookDelivery],
-  migrations: [{ name: 'Migration20261121000020_webhooks', class: Migration20261121000020_webhooks }],
+  migrations: [
+    { name: 'Migration20261121000020_webhooks', class: Migration20261121000020_webhooks },
+    {
+      name: 'Migration20261124000020_webhooks_operators',
+      class: Migration20261124000020_webhooks_operators,
+    },
+  ],
+  jobs: [dropExpiredSecretsJob, purgeDeliveriesJob],
   workers: [
     {
       name: DELIVERY_WORKER,

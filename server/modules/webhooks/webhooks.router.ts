@@ -6,6 +6,12 @@ import {
   ZListDeliveriesInput,
   ZListDeliveriesOutput,
   ZListWebhooksOutput,
+  ZRecoverInput,
+  ZRecoverOutput,
+  ZRedeliverInput,
+  ZRedeliverOutput,
+  ZRotateSecretInput,
+  ZRotateSecretOutput,
   ZTestWebhookInput,
   ZTestWebhookOutput,
   ZUpdateWebhookInput,
@@ -75,7 +81,8 @@ export const webhooksRouter = router({
         tags,
         summary: 'Change a webhook',
         description:
-          'Only the fields sent change. `active: true` also re-enables a webhook disabled by a 410.',
+          'Only the fields sent change. `active: true` also re-enables a webhook that was disabled (by a 410, or ' +
+          'after every attempt failed for `WEBHOOK_DISABLE_AFTER`).',
       },
     })
     .input(ZUpdateWebhookInput)
@@ -126,4 +133,65 @@ export const webhooksRouter = router({
     .input(ZTestWebhookInput)
     .output(ZTestWebhookOutput)
     .mutation(({ ctx, input }) => webhooks.testWebhook(ctx, input)),
+
+  redeliver: webhookProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/webhooks/{id}/deliveries/{delivery_id}/redeliver',
+        tags,
+        summary: 'Send a delivery again',
+        description:
+          'Queues a new delivery (`del_…`) of the same event: the same `evt_` id (`webhook-id`) and the same body ' +
+          'bytes, attempted at once and retried on the schedule like any other, through the same queue and address ' +
+          'checks. Any delivery of the webhook can be sent again, whatever its status. The webhook must be `active` ' +
+          '(409 otherwise).',
+        errorResponses: { 409: 'The webhook is not `active`' },
+      },
+      successStatus: 202,
+    })
+    .input(ZRedeliverInput)
+    .output(ZRedeliverOutput)
+    .mutation(({ ctx, input }) => webhooks.redeliver(ctx, input)),
+
+  recover: webhookProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/webhooks/{id}/recover',
+        tags,
+        summary: 'Send again every failed delivery of a window',
+        description:
+          'Queues a new delivery for every `failed` delivery of this webhook created between `since` and `until` ' +
+          '(default now), at most 30 days back (older `since`, or `until` before `since` → 400). The originals stay ' +
+          '`failed`; each is recovered at most once, so recovering the same window again queues only what failed ' +
+          'since. The new deliveries keep their event id and body and go through the delivery queue behind other ' +
+          "webhooks' fresh deliveries, so a large recovery never delays them. The webhook must be `active` (409 " +
+          'otherwise).',
+        errorResponses: { 409: 'The webhook is not `active`' },
+      },
+      successStatus: 202,
+    })
+    .input(ZRecoverInput)
+    .output(ZRecoverOutput)
+    .mutation(({ ctx, input }) => webhooks.recover(ctx, input)),
+
+  rotateSecret: webhookProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/webhooks/{id}/rotate-secret',
+        tags,
+        summary: 'Rotate the signing secret with an overlap',
+        description:
+          'Returns a new secret, shown in this response only. Until the replaced secret expires ' +
+          '(`expires_in_hours`, default 24, at most 168), deliveries carry `X-VPN-Signature` keyed by the new secret, ' +
+          '`X-VPN-Signature-Previous` keyed by the old one, and both in `webhook-signature` (`v1,<new> v1,<old>`), so ' +
+          'a receiver verifies with either and can switch at any moment. `expires_in_hours: 0`, or a further ' +
+          'rotation, drops the old secret at once: one previous secret at most, never shown again.',
+      },
+    })
+    .input(ZRotateSecretInput)
+    .output(ZRotateSecretOutput)
+    .mutation(({ ctx, input }) => webhooks.rotateSecret(ctx, input)),
 });

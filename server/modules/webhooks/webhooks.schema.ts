@@ -77,6 +77,38 @@ export const ZTestWebhookInput = z.strictObject({
 });
 export type TTestWebhookInput = z.infer<typeof ZTestWebhookInput>;
 
+const ZDateTime = (what: string) =>
+  z.iso
+    .datetime({ offset: true, message: 'Must be an ISO 8601 date-time, e.g. 2026-11-21T08:36:00.000Z' })
+    .describe(what);
+
+export const ZRedeliverInput = z.strictObject({
+  id: ZId,
+  delivery_id: zPathId('del', 'Delivery'),
+});
+export type TRedeliverInput = z.infer<typeof ZRedeliverInput>;
+
+export const ZRecoverInput = z.strictObject({
+  id: ZId,
+  since: ZDateTime('Start of the window (inclusive): at most 30 days ago'),
+  until: ZDateTime('End of the window (inclusive; default now): not before `since`').optional(),
+});
+export type TRecoverInput = z.infer<typeof ZRecoverInput>;
+
+export const ZRotateSecretInput = z.strictObject({
+  id: ZId,
+  expires_in_hours: z
+    .number()
+    .int('Whole hours only')
+    .min(0)
+    .max(168)
+    .default(24)
+    .describe(
+      'How long the replaced secret keeps signing beside the new one, 0 to 168 whole hours (default 24); 0 drops it at once',
+    ),
+});
+export type TRotateSecretInput = z.infer<typeof ZRotateSecretInput>;
+
 // ---------- outputs ----------
 
 const ZTimestamp = z.string().describe('ISO 8601 UTC with milliseconds');
@@ -88,7 +120,10 @@ const webhookFields = {
   events: z.array(z.string()).describe('Subscribed event names'),
   status: z
     .enum(WEBHOOK_STATUSES)
-    .describe('`active`; `inactive` when paused; `disabled` after the receiver answered 410 Gone'),
+    .describe(
+      '`active`; `inactive` when paused; `disabled` after the receiver answered 410 Gone, or after every attempt ' +
+        'failed for `WEBHOOK_DISABLE_AFTER` (default 5 days)',
+    ),
   active: z.boolean().describe('True when `status` is `active`'),
   description: z.string().nullable(),
   secret: z
@@ -96,6 +131,10 @@ const webhookFields = {
     .describe(
       'Signing secret, `whsec_…`: in full in the create response only, masked (`whsec_****abcd`) afterwards',
     ),
+  previous_secret_expires_at: ZNullableTimestamp.describe(
+    'While a rotation overlaps: until when deliveries are also signed with the previous secret ' +
+      '(`X-VPN-Signature-Previous`, second `webhook-signature`); null otherwise. That secret is never shown.',
+  ),
   created_at: ZTimestamp,
   updated_at: ZTimestamp,
   last_delivery: ZNullableTimestamp.describe('Time of the latest delivery attempt, or null'),
@@ -105,7 +144,10 @@ export const ZWebhookListStats = z
   .object({
     successful: z.number().int().describe('Deliveries that succeeded'),
     failed: z.number().int().describe('Deliveries that failed for good'),
-    last_30_days: z.number().int().describe('Deliveries created in the last 30 days, in any state'),
+    last_30_days: z
+      .number()
+      .int()
+      .describe('Deliveries created in the last 30 days, in any state (deliveries are kept 30 days)'),
   })
   .meta({ id: 'WebhookListStats' });
 
@@ -151,6 +193,10 @@ export const ZDelivery = z
     next_attempt_at: ZNullableTimestamp.describe('When the next attempt is due while `pending`, else null'),
     error: z.string().nullable().describe('Why the latest attempt failed (no response, refused address…)'),
     created_at: ZTimestamp,
+    redelivery_of: z
+      .string()
+      .nullable()
+      .describe('The delivery (`del_…`) that this one sends again (redeliver, recover), or null'),
     event_data: z.record(z.string(), z.unknown()).describe('The event body as sent'),
   })
   .meta({ id: 'WebhookDelivery' });
@@ -180,4 +226,20 @@ export const ZListDeliveriesOutput = z.object({
 export const ZTestWebhookOutput = z.object({
   success: z.literal(true),
   delivery: ZDelivery.describe('The test delivery, with the outcome of its single attempt'),
+});
+
+export const ZRedeliverOutput = z.object({
+  success: z.literal(true),
+  delivery: ZDelivery.describe('The new delivery, `pending`, of the same event (same `event_id` and body)'),
+});
+
+export const ZRecoverOutput = z.object({
+  success: z.literal(true),
+  deliveries_queued: z.number().int().describe('New deliveries queued, one per failed delivery recovered'),
+});
+
+export const ZRotateSecretOutput = z.object({
+  success: z.literal(true),
+  webhook: ZWebhookDetail,
+  secret: z.string().describe('The new signing secret, `whsec_…`: shown in this response only'),
 });

@@ -2,21 +2,32 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { Organization } from '../../access/organization.entity.js';
 import { findScopedOrThrow, inOrganization } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
-import { conflict, validation } from '../../lib/errors.js';
+import { conflict, notFound, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { findCursorPage } from '../../db/pagination.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
+import { workerOf } from '../../kit/runtime.js';
 import { performAttempt } from './delivery-attempt.js';
+import type { DeliveryWorker } from './delivery-worker.js';
 import { eventBody } from './delivery-fanout.js';
 import { WebhookDelivery } from './webhook-delivery.entity.js';
 import { newWebhookSecret } from './webhook-signing.js';
-import { MAX_WEBHOOKS_PER_ORGANIZATION } from './webhooks.constants.js';
+import {
+  DELIVERY_RETENTION_DAYS,
+  DELIVERY_WORKER,
+  MAX_WEBHOOKS_PER_ORGANIZATION,
+  RECOVERY_SPACING_MS,
+} from './webhooks.constants.js';
+import { dropExpiredSecretsJob } from './webhooks.jobs.js';
 import { toDeliveryDto, toWebhookDetailDto, toWebhookSummaryDto, type StatsRow } from './webhooks.dto.js';
 import { Webhook } from './webhook.entity.js';
 import type {
   TCreateWebhookInput,
   TListDeliveriesInput,
+  TRecoverInput,
+  TRedeliverInput,
+  TRotateSecretInput,
   TTestWebhookInput,
   TUpdateWebhookInput,
 } from './webhooks.schema.js';
@@ -115,6 +126,8 @@ export async function updateWebhook(ctx: ActorContext, input: TUpdateWebhookInpu
   if (input.events !== undefined) hook.events = [...new Set(input.events)];
   if (input.description !== undefined) hook.description = input.description;
   if (input.active !== undefined) hook.status = input.active ? 'active' : 'inactive';
+  // Enabled again (also after an auto-disable): a new run of failures starts from nothing.
+  if (input.active === true) hook.failingSince = null;
   hook.updatedAt = ctx.deps.clock.now();
   await ctx.em.flush();
   return getWebhook(ctx, hook.id);
@@ -172,6 +185,10 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
     attempt: 1,
     url: hook.url,
     secret: hook.secret,
+    previousSecret:
+      hook.previousSecretExpiresAt && hook.previousSecretExpiresAt > createdAt
+        ? (hook.previousSecret ?? null)
+        : null,
   });
   const delivery = ctx.em.create(WebhookDelivery, {
     id: deliveryId,
@@ -183,6 +200,7 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
     status: outcome.success ? 'success' : 'failed',
     attempts: 1,
     nextAttemptAt: null,
+    fairAt: createdAt,
     lastAttemptAt: outcome.at,
     deliveredAt: outcome.success ? outcome.at : null,
     responseStatus: outcome.responseStatus,
@@ -197,4 +215,148 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
   }
   await ctx.em.flush();
   return { success: true as const, delivery: toDeliveryDto(delivery) };
+}
+
+// ---------- operators: redeliver, recover, rotate (README, "Webhooks") ----------
+
+/** How far back `recover` reaches: the retention of deliveries. */
+export const RECOVERY_WINDOW_MS = DELIVERY_RETENTION_DAYS * DAY_MS;
+/** Rows written per statement by `recover`. */
+const RECOVER_CHUNK = 2000;
+
+function assertActive(hook: Webhook, action: string): void {
+  if (hook.status !== 'active') {
+    throw conflict(
+      `The webhook is ${hook.status}: enable it (PUT /webhooks/${hook.id} {"active": true}) before you ${action}`,
+    );
+  }
+}
+
+/** Wakes this process's delivery worker after a commit that queued deliveries (others find them by polling). */
+function nudgeWorker(deps: AppDeps): void {
+  workerOf<DeliveryWorker>(deps, DELIVERY_WORKER)?.nudge();
+}
+
+/**
+ * `POST /webhooks/:id/deliveries/:delivery_id/redeliver`: a new delivery of the same event (same `evt_` id and
+ * body), due now and retried on the schedule like any other.
+ */
+export async function redeliver(ctx: ActorContext, input: TRedeliverInput) {
+  const hook = await getWebhookOrThrow(ctx, input.id);
+  const original = input.delivery_id.startsWith('del_')
+    ? await ctx.em.findOne(
+        WebhookDelivery,
+        { id: input.delivery_id, webhook: hook.id },
+        { populate: ['payload'] as never },
+      )
+    : null;
+  if (!original) throw notFound('Delivery');
+  assertActive(hook, 'redeliver');
+  const now = ctx.deps.clock.now();
+  const delivery = ctx.em.create(WebhookDelivery, {
+    id: newId('del'),
+    webhook: hook,
+    organizationId: original.organizationId,
+    eventId: original.eventId,
+    eventType: original.eventType,
+    payload: original.payload,
+    status: 'pending',
+    attempts: 0,
+    nextAttemptAt: now,
+    fairAt: now,
+    redeliveryOf: original.id,
+    createdAt: now,
+    updatedAt: now,
+  });
+  await ctx.em.flush();
+  nudgeWorker(ctx.deps);
+  return { success: true as const, delivery: toDeliveryDto(delivery) };
+}
+
+/**
+ * `POST /webhooks/:id/recover {since, until?}`: a new delivery for every `failed` delivery of the webhook created in
+ * the window that no recovery has re-sent yet; the originals stay `failed` and are marked recovered, in the same
+ * transaction. The new deliveries go through the same queue as any other, behind other webhooks' fresh deliveries
+ * (`fair_at`, delivery-worker.ts).
+ */
+export async function recover(ctx: ActorContext, input: TRecoverInput) {
+  const hook = await getWebhookOrThrow(ctx, input.id);
+  const now = ctx.deps.clock.now();
+  const since = new Date(input.since);
+  const until = input.until ? new Date(input.until) : now;
+  if (since.getTime() < now.getTime() - RECOVERY_WINDOW_MS) {
+    throw validation('since', `since must be within the last ${DELIVERY_RETENTION_DAYS} days`);
+  }
+  if (until.getTime() < since.getTime()) throw validation('until', 'until must not be before since');
+  assertActive(hook, 'recover deliveries');
+
+  const queued = await ctx.em.transactional(async (tx) => {
+    const originals = await tx.execute<{ id: string; created_at: Date | string }[]>(
+      `update "webhook_deliveries" set "recovered_at" = ?
+        where "webhook_id" = ? and "status" = 'failed' and "recovered_at" is null
+          and "created_at" >= ? and "created_at" <= ?
+       returning "id", "created_at"`,
+      [now, hook.id, since, until],
+    );
+    if (originals.length === 0) return 0;
+    originals.sort(
+      (a, b) => new Date(a.created_at).getTime() - new Date(b.created_at).getTime() || (a.id < b.id ? -1 : 1),
+    );
+    // Behind any backlog of this webhook, one RECOVERY_SPACING_MS apart.
+    const [backlog] = await tx.execute<{ last: Date | string | null }[]>(
+      `select max("fair_at") as "last" from "webhook_deliveries" where "webhook_id" = ? and "status" = 'pending'`,
+      [hook.id],
+    );
+    const base = Math.max(now.getTime(), backlog?.last ? new Date(backlog.last).getTime() : 0);
+    for (let i = 0; i < originals.length; i += RECOVER_CHUNK) {
+      const chunk = originals.slice(i, i + RECOVER_CHUNK);
+      const values: unknown[] = [];
+      const rows = chunk.map((o, k) => {
+        values.push(newId('del'), o.id, new Date(base + (i + k + 1) * RECOVERY_SPACING_MS));
+        return '(?, ?, ?)';
+      });
+      await tx.execute(
+        `insert into "webhook_deliveries"
+           ("id", "created_at", "updated_at", "webhook_id", "organization_id", "event_id", "event_type", "payload",
+            "next_attempt_at", "fair_at", "status", "attempts", "redelivery_of")
+         select v.new_id, ?::timestamptz, ?::timestamptz, o."webhook_id", o."organization_id", o."event_id",
+                o."event_type", o."payload", ?::timestamptz, v.fair_at::timestamptz, 'pending', 0, o."id"
+           from (values ${rows.join(', ')}) as v(new_id, original_id, fair_at)
+           join "webhook_deliveries" o on o."id" = v.original_id`,
+        [now, now, now, ...values],
+      );
+    }
+    return originals.length;
+  });
+  if (queued > 0) nudgeWorker(ctx.deps);
+  return { success: true as const, deliveries_queued: queued };
+}
+
+/**
+ * `POST /webhooks/:id/rotate-secret {expires_in_hours?}`: a new secret, shown once. The replaced one keeps signing
+ * (`X-VPN-Signature-Previous`, second `webhook-signature`) until it expires, then a job drops it; a further rotation
+ * or `expires_in_hours: 0` drops it at once. Only one previous secret is ever kept, and it is never shown.
+ */
+export async function rotateSecret(ctx: ActorContext, input: TRotateSecretInput) {
+  const hook = await getWebhookOrThrow(ctx, input.id);
+  const now = ctx.deps.clock.now();
+  const replaced = hook.secret;
+  const secret = newWebhookSecret();
+  const overlapMs = input.expires_in_hours * 3_600_000;
+  hook.secret = secret;
+  hook.previousSecret = overlapMs > 0 ? replaced : null;
+  hook.previousSecretExpiresAt = overlapMs > 0 ? new Date(now.getTime() + overlapMs) : null;
+  hook.updatedAt = now;
+  await ctx.em.flush();
+  workerOf<DeliveryWorker>(ctx.deps, DELIVERY_WORKER)?.noteRotation(
+    hook.id,
+    secret,
+    hook.previousSecret,
+    replaced,
+  );
+  if (overlapMs > 0) {
+    await ctx.deps.jobs.send(dropExpiredSecretsJob, {}, { delayMs: overlapMs + 1000 });
+  }
+  const stats = await deliveryStats(ctx.em, [hook.id], now);
+  return { success: true as const, webhook: toWebhookDetailDto(hook, stats.get(hook.id)), secret };
 }

@@ -33,7 +33,8 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(path = '/hook'): Promise<Receiver> {
+/** `port`: listen there (a receiver coming back after an outage); any free port by default. */
+export async function startReceiver(path = '/hook', port = 0): Promise<Receiver> {
   let responder: Responder = () => ({ status: 200, body: 'ok' });
   const requests: ReceivedRequest[] = [];
   const waiters = new Set<() => void>();
@@ -69,10 +70,10 @@ export async function startReceiver(path = '/hook'): Promise<Receiver> {
     });
   });
   server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const listening = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}${path}`,
+    url: `http://127.0.0.1:${listening}${path}`,
     requests,
     respond(r) {
       responder = r;
