@@ -140,7 +140,7 @@ describe('organization: view, rename, transfer ownership (HTTP)', () => {
       };
       return d.data?.object ?? d.object!;
     });
-    expect(objects.map((o: { id: string; role: string }) => [o.id, o.role])).to.deep.equal([
+    expect(objects.map((o) => [o.id, o.role])).to.have.deep.members([
       [admin.id, 'owner'],
       [owner.id, 'admin'],
     ]);
