@@ -26,7 +26,7 @@ export const organizationRouter = router({
           'suspended users.',
       },
     })
-    .input(ZNoQuery)
+    .input(ZNoQuery.optional())
     .output(ZOrganizationOutput)
     .query(({ ctx }) => organization.getOrganization(ctx)),
 
