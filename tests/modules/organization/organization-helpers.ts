@@ -92,7 +92,14 @@ export async function populate(
   s: TestServer,
   owner: TestUser,
   hookUrl: string,
-): Promise<{ admin: TestUser; member: TestUser; invitedId: string; connectionId: string }> {
+): Promise<{
+  admin: TestUser;
+  member: TestUser;
+  invitedId: string;
+  invitationToken: string;
+  recoveryCode: string;
+  connectionId: string;
+}> {
   const base = s.baseUrl;
   const t = owner.token;
   const hook = await http(base, 'POST', '/v1/webhooks', {
@@ -120,7 +127,7 @@ export async function populate(
   const caller = s.caller(admin.token);
   const setup = await caller.auth.twoFactor.setup({});
   const totp = URI.parse(setup.otpauth_url) as TOTP;
-  await caller.auth.twoFactor.enable({ code: totp.generate() });
+  const { recovery_codes } = await caller.auth.twoFactor.enable({ code: totp.generate() });
 
   const conn = await createConnection(base, t);
   expect(conn.status, conn.text).to.equal(201);
@@ -146,5 +153,12 @@ export async function populate(
   expect(pm.status, pm.text).to.equal(201);
   const plan = await http(base, 'PUT', '/v1/billing/subscription', { token: t, body: { plan: 'pro' } });
   expect(plan.status, plan.text).to.equal(200);
-  return { admin, member, invitedId: invited.body.user.id as string, connectionId };
+  return {
+    admin,
+    member,
+    invitedId: invited.body.user.id as string,
+    invitationToken: new URL(invited.body.invitation_url as string).searchParams.get('token')!,
+    recoveryCode: recovery_codes[0]!,
+    connectionId,
+  };
 }

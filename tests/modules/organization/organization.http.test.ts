@@ -161,7 +161,11 @@ describe('organization deletion (HTTP)', function () {
 
   it('refuses at once, disconnects, bills, delivers, then removes every row; other organizations are untouched', async () => {
     const owner = await createOrg(s.deps, { name: 'Doomed Inc' });
-    const { admin, member, invitedId, connectionId } = await populate(s, owner, rx.url);
+    const { admin, member, invitedId, invitationToken, recoveryCode, connectionId } = await populate(
+      s,
+      owner,
+      rx.url,
+    );
     const other = await createOrg(s.deps, { name: 'Bystander' });
     await populateLight(s, other);
     const before = await fingerprint(s.deps, other.organizationId);
@@ -186,7 +190,17 @@ describe('organization deletion (HTTP)', function () {
     expect(noBody.status).to.be.oneOf([400, 415]);
     expect((await get(s, owner.token)).status).to.equal(200);
 
-    const res = await del({ confirm: 'Doomed Inc', password: DEFAULT_PASSWORD });
+    // A two-factor sign-in started before the deletion.
+    const challenge = await http(s.baseUrl, 'POST', '/v1/auth/login', {
+      body: { email: admin.email, password: DEFAULT_PASSWORD },
+    });
+    expect(challenge.body.two_factor_required, challenge.text).to.equal(true);
+
+    // Unknown query parameters are ignored (conventions §1), as on every operation.
+    const res = await http(s.baseUrl, 'DELETE', '/v1/organization?utm_source=newsletter&x=1', {
+      token: owner.token,
+      body: { confirm: 'Doomed Inc', password: DEFAULT_PASSWORD },
+    });
     expect(res.status, res.text).to.equal(202);
     expect(res.body).to.include({ success: true, id: owner.organizationId });
     const scheduled = Date.parse(res.body.deletion_scheduled);
@@ -206,6 +220,14 @@ describe('organization deletion (HTTP)', function () {
       body: { email: member.email, password: DEFAULT_PASSWORD },
     });
     expect(login.status).to.equal(401);
+    const verify = await http(s.baseUrl, 'POST', '/v1/auth/2fa/verify', {
+      body: { challenge_token: challenge.body.challenge_token, recovery_code: recoveryCode },
+    });
+    expect(verify.status, verify.text).to.equal(401);
+    const accept = await http(s.baseUrl, 'POST', '/v1/auth/invitations/accept', {
+      body: { token: invitationToken, password: 'a-new-password-1' },
+    });
+    expect(accept.status, accept.text).to.equal(401);
     expect(invitedId).to.match(/^usr_/);
 
     // The events the deletion caused reach the organization's webhook.
