@@ -245,7 +245,19 @@ describe('organization deletion (HTTP)', function () {
         )
       );
     }, 60_000);
-    expect(received.length).to.be.greaterThan(0);
+    // The final invoice charges what was unbilled: the database's time in the period so far (the plan was paid in
+    // advance, with the proration of the upgrade).
+    const final = received.find(
+      (r) =>
+        r.body.organization_id === owner.organizationId &&
+        r.body.type === 'billing.invoice.created' &&
+        r.body.data.object.billing_reason === 'subscription_final',
+    )!.body.data.object as { status: string; total: number; line_items: { description: string }[] };
+    expect(final.status).to.equal('paid');
+    expect(final.line_items.map((l) => l.description)).to.satisfy((d: string[]) =>
+      d.some((x) => x.startsWith('Database ')),
+    );
+    expect(final.line_items.some((l) => /plan/i.test(l.description))).to.equal(false);
 
     // Then every row goes.
     await waitRemoved(s.deps, owner.organizationId);
