@@ -5,6 +5,7 @@ import { authModule } from './modules/auth/auth.module.js';
 import { hostingModule } from './modules/hosting/hosting.module.js';
 import { databasesModule } from './modules/databases/databases.module.js';
 import { billingModule } from './modules/billing/billing.module.js';
+import { organizationModule } from './modules/organization/organization.module.js';
 import { usersModule } from './modules/users/users.module.js';
 import { vpnModule } from './modules/vpn/vpn.module.js';
 import { webhooksModule } from './modules/webhooks/webhooks.module.js';
@@ -23,5 +24,6 @@ export const modules: readonly ModuleManifest[] = [
   hostingModule,
   auditModule,
   billingModule,
+  organizationModule,
   coreModule,
 ];

@@ -177,7 +177,7 @@ function errorStatusesFor(meta: Meta, method: string, op: Json): number[] {
   if (meta.auth !== 'public') out.push(401, 403, 429);
   if (meta.openapi?.path.startsWith('/auth/')) out.push(403);
   if (meta.openapi?.path.includes('{') || meta.openapi?.path.includes(':')) out.push(404);
-  if (BODY_METHODS.has(method)) out.push(413, 415);
+  if (BODY_METHODS.has(method) || meta.deleteWithBody) out.push(413, 415);
   out.push(500, 503);
   const extra = meta.openapi?.errorResponses;
   if (Array.isArray(extra)) out.push(...extra);
@@ -219,6 +219,28 @@ const FIELD_DESCRIPTIONS: Record<string, string> = {
 };
 
 /** Parameters carry their schema's description; filters and ids get a generic one when they have none. */
+/** A `DELETE` that reads a JSON body (meta `deleteWithBody`): its query parameters become the body's fields. */
+function queryToBody(op: Json): void {
+  const params = (op.parameters as Json[] | undefined) ?? [];
+  const properties: Json = {};
+  const required: string[] = [];
+  for (const p of params.filter((x) => x.in === 'query')) {
+    const schema = { ...((p.schema as Json | undefined) ?? {}) };
+    if (p.description !== undefined && schema.description === undefined) schema.description = p.description;
+    properties[String(p.name)] = schema;
+    if (p.required) required.push(String(p.name));
+  }
+  op.parameters = params.filter((x) => x.in !== 'query');
+  op.requestBody = {
+    required: true,
+    content: {
+      'application/json': {
+        schema: { type: 'object', properties, required, additionalProperties: false },
+      },
+    },
+  };
+}
+
 function describeParameters(op: Json): void {
   for (const param of (op.parameters as Json[] | undefined) ?? []) {
     const schema = param.schema as Json | undefined;
@@ -354,6 +376,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       if (!found || typeof op !== 'object' || !op.responses) continue;
       const { meta } = found;
       if (!meta.openapi?.operationId) op.operationId = operationIdOf(found.path);
+      if (meta.deleteWithBody && method === 'delete') queryToBody(op);
       describeParameters(op);
       const isPublic = meta.auth === 'public' || (meta.auth === undefined && meta.openapi?.protect === false);
       op.security = isPublic ? [] : [{ [SECURITY_SCHEME]: [] }];

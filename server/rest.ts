@@ -103,7 +103,13 @@ export function restRoutes(router: AnyTRPCRouter): RestRoute[] {
       openapiPath: openapi.path,
       params: [...openapi.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!),
       takesInput: input !== undefined && !VOID_LIKE.has(input.type ?? ''),
-      source: method === 'POST' || method === 'PUT' || method === 'PATCH' ? 'body' : 'query',
+      source:
+        method === 'POST' ||
+        method === 'PUT' ||
+        method === 'PATCH' ||
+        (method === 'DELETE' && meta.deleteWithBody)
+          ? 'body'
+          : 'query',
       arrayFields,
       successStatus: meta.successStatus ?? 200,
       location: meta.location,

@@ -3,6 +3,7 @@ import { authRouter } from './modules/auth/auth.router.js';
 import { hostingRouter } from './modules/hosting/hosting.router.js';
 import { databasesRouter } from './modules/databases/databases.router.js';
 import { billingRouter } from './modules/billing/billing.router.js';
+import { organizationRouter } from './modules/organization/organization.router.js';
 import { usersRouter } from './modules/users/users.router.js';
 import { vpnRouter } from './modules/vpn/vpn.router.js';
 import { webhooksRouter } from './modules/webhooks/webhooks.router.js';
@@ -18,6 +19,7 @@ export const appRouter = router({
   hosting: hostingRouter,
   audit: auditRouter,
   billing: billingRouter,
+  organization: organizationRouter,
 });
 
 export type AppRouter = typeof appRouter;

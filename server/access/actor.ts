@@ -57,6 +57,14 @@ interface ActorRow {
   session_live: boolean;
 }
 
+/**
+ * The condition every credential's query must put on the organization it resolves to (`o` being its row of
+ * `organizations`): a deleted organization's credentials are refused from the commit of `DELETE /organization` on,
+ * on every process, because the mark is in the database. A new kind of credential (API keys) resolves through a
+ * query that joins `organizations o` and requires this, as ACTOR_SQL does (README, "The organization").
+ */
+export const ORGANIZATION_LIVE_SQL = 'o.deleted_at is null';
+
 // Every authenticated request runs this: one indexed join, written by hand because it is the hot path (through
 // the ORM's query builder and hydration it costs several times the CPU), and prepared once per connection on
 // PostgreSQL (planning the join on every call tripled the database's work). Times come back as epoch milliseconds
@@ -71,7 +79,7 @@ const ACTOR_SQL = `
     from login_sessions s
     join users u on u.id = s.user_id
     join organizations o on o.id = u.organization_id
-   where s.id = $2 and s.user_id = $3`;
+   where s.id = $2 and s.user_id = $3 and ${ORGANIZATION_LIVE_SQL}`;
 
 /**
  * Loads the user, organization and login session of verified claims in one query. Throws UNAUTHORIZED for anything

@@ -285,10 +285,13 @@ export class ApiUsage {
 
   /** One atomic upsert: concurrent processes add to the same rows without losing counts. */
   private async write(part: DayCount[]): Promise<void> {
-    const values = part.map(() => '(?, ?, ?::date, ?, ?)').join(', ');
+    const values = part.map(() => '(?::varchar, ?::varchar, ?::date, ?::int, ?::int)').join(', ');
     const params = part.flatMap((e) => [e.organizationId, e.userId, e.day, e.calls, e.limited]);
+    // Not for an organization being deleted: its rows are being removed (README, "The organization").
     await this.db.orm.em.fork().execute(
-      `insert into api_calls_daily (organization_id, user_id, day, "count", rate_limited) values ${values}
+      `insert into api_calls_daily (organization_id, user_id, day, "count", rate_limited)
+       select * from (values ${values}) as v (organization_id, user_id, day, "count", rate_limited)
+        where not exists (select 1 from organizations o where o.id = v.organization_id and o.deleted_at is not null)
        on conflict (organization_id, day, user_id) do update set
          "count" = api_calls_daily."count" + excluded."count",
          rate_limited = api_calls_daily.rate_limited + excluded.rate_limited`,

@@ -11,6 +11,11 @@ export const OrganizationSchema = defineEntity({
     plan: p.enum(PLAN_IDS).default('starter'),
     /** The subscription's state, written by billing with the subscription (README, "Billing"). */
     planStatus: p.enum(PLAN_STATUSES).default('active'),
+    /**
+     * Set by `DELETE /organization` (README, "The organization"): from then on every credential of the organization
+     * is refused (server/access/actor.ts), and a job removes its rows, this one last.
+     */
+    deletedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
   },
 });
 

@@ -63,6 +63,35 @@ export const coreModule = defineModule({
     },
   ],
   events: USER_EVENTS,
+  // Run after every other module's (the core is last in server/modules.ts): users and the organization go last.
+  organizationRows: {
+    remove: [
+      { table: 'events' },
+      { table: 'audit_logs' },
+      { table: 'api_calls_daily' },
+      {
+        table: 'refresh_tokens',
+        where: `"session_id" in (select s."id" from "login_sessions" s join "users" u on u."id" = s."user_id" where u."organization_id" = ?)`,
+      },
+      {
+        table: 'login_sessions',
+        where: `"user_id" in (select "id" from "users" where "organization_id" = ?)`,
+      },
+      { table: 'users' },
+      { table: 'organizations', where: `"id" = ?` },
+    ],
+    keep: {
+      login_throttles: 'failed sign-ins per email and address, kept 15 minutes whatever the organization',
+    },
+    // Events of the organization not relayed yet: their deliveries do not exist yet.
+    async busy(em, organizationId) {
+      const rows = await em.execute<{ n: number }[]>(
+        `select count(*)::int as n from "events" where "organization_id" = ? and "dispatched_at" is null`,
+        [organizationId],
+      );
+      return Number(rows[0]?.n ?? 0) > 0;
+    },
+  },
   notOwnedByUser: {
     LoginSession: 'a login of the user: revoked when the user is deleted, never handed to someone else',
   },

@@ -42,6 +42,49 @@ export type OrganizationCreatedHook = (
 ) => Promise<void>;
 
 /**
+ * Called inside the transaction that deletes an organization (`DELETE /organization`), after it is marked deleted:
+ * what must happen at once (VPN connections disconnected, the subscription canceled with its final invoice), with
+ * its events recorded in `tx` so that they still reach the organization's webhooks.
+ */
+export type OrganizationDeletedHook = (
+  tx: Em,
+  organization: { id: string },
+  now: Date,
+  deps: AppDeps,
+) => Promise<void>;
+
+/**
+ * One table's share of an organization's rows, removed in batches by the organization's deletion job
+ * (server/kit/organization-hooks.ts).
+ */
+export interface OrganizationRowsStep {
+  table: string;
+  /**
+   * SQL condition on the table's columns that selects the organization's rows, with one `?` for the organization
+   * id; `"organization_id" = ?` when absent. Rows of tables without the column are reached through their parent
+   * (`"site_id" in (select "id" from "hosting_sites" where "organization_id" = ?)`).
+   */
+  where?: string;
+}
+
+/**
+ * How a module's rows of an organization are removed when the organization is deleted. Every table of the
+ * module's entities is in `remove` or in `keep` (tests/kit/modules.test.ts), and every table with an
+ * `organization_id` column in `remove` (tests/modules/organization/organization.deletion.test.ts).
+ */
+export interface OrganizationRows {
+  /** In order, children before their parents. The manifests run in server/modules.ts order, the core's last. */
+  remove: readonly OrganizationRowsStep[];
+  /** Tables of the module that hold nothing of any organization, with the reason. */
+  keep?: Readonly<Record<string, string>>;
+  /**
+   * True while the module still has work to finish for the organization before its rows can go (the webhooks'
+   * first attempt at the events the deletion caused). Removal waits for it, at most ORGANIZATION_SETTLE_MAX_MS.
+   */
+  busy?(em: Em, organizationId: string): Promise<boolean>;
+}
+
+/**
  * A route under `/v1` that answers something other than JSON (an HTML page, a PDF) and needs no bearer token: the
  * handler checks whatever the URL carries (a signed token). Registered by server/app.ts; errors thrown as AppError
  * are answered in the usual envelope. Not a procedure, so not served on `/trpc` nor listed in the OpenAPI document.
@@ -88,6 +131,10 @@ export interface ModuleManifest {
   usageReport?: UsageReporter;
   /** Runs in the transaction that creates an organization. */
   onOrganizationCreated?: OrganizationCreatedHook;
+  /** Runs in the transaction that deletes an organization. */
+  onOrganizationDeleted?: OrganizationDeletedHook;
+  /** How the module's rows of a deleted organization are removed (required of a module with entities). */
+  organizationRows?: OrganizationRows;
   /** Public non-JSON routes (see ModuleHttpRoute). */
   httpRoutes?: readonly ModuleHttpRoute[];
 }

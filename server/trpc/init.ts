@@ -36,6 +36,11 @@ export interface AppMeta {
    * authentication, permission, scoping and errors as its JSON answer.
    */
   eventStream?: true;
+  /**
+   * A `DELETE` whose input is a JSON body rather than query parameters (`DELETE /organization {confirm, password}`:
+   * a password never goes in a URL). The OpenAPI document shows it as a request body.
+   */
+  deleteWithBody?: true;
 }
 export type Meta = OpenApiMeta<AppMeta>;
 

@@ -342,4 +342,17 @@ export const auditFixtures: Record<string, AuditFixture> = {
     const id = await webhook(s, owner);
     return { token: owner.token, input: { id }, target: () => ({ type: 'webhook', id }) };
   },
+  // Organization
+  'organization.update': async ({ owner }) => ({
+    token: owner.token,
+    input: { name: 'Renamed organization' },
+  }),
+  'organization.transferOwnership': async ({ s, owner }) => {
+    const admin = await createUser(s.deps, owner.organizationId, { role: 'admin' });
+    return { token: owner.token, input: { user_id: admin.id, password: owner.password } };
+  },
+  'organization.delete': async ({ s, owner }) => {
+    const { organization } = await s.caller(owner.token).organization.get({});
+    return { token: owner.token, input: { confirm: organization.name, password: owner.password } };
+  },
 };

@@ -85,4 +85,39 @@ describe('module manifests (docs/adding-a-module.md)', () => {
       ]);
     }
   });
+
+  it("every table of the application says how a deleted organization's rows leave it (manifest organizationRows)", async () => {
+    const s = await sharedServer();
+    const em = s.deps.db.orm.em.fork();
+    const tables = (
+      await em.execute<{ table_name: string }[]>(
+        `select table_name from information_schema.tables
+          where table_schema = 'public' and table_type = 'BASE TABLE' and table_name not like 'mikro_orm%'`,
+      )
+    ).map((t) => t.table_name);
+    const removed = new Map<string, string>();
+    const kept = new Map<string, string>();
+    for (const m of modules) {
+      for (const step of m.organizationRows?.remove ?? []) {
+        expect(removed.has(step.table), `${step.table} is removed by two modules`).to.equal(false);
+        removed.set(step.table, m.name);
+      }
+      for (const table of Object.keys(m.organizationRows?.keep ?? {})) kept.set(table, m.name);
+    }
+    for (const table of tables) {
+      expect(
+        removed.has(table) || kept.has(table),
+        `table ${table}: add it to its module's organizationRows (remove, or keep with the reason)`,
+      ).to.equal(true);
+    }
+    for (const table of [...removed.keys(), ...kept.keys()]) expect(tables, table).to.include(table);
+    // Every table with an organization column is removed, not kept.
+    const withOrg = await em.execute<{ table_name: string }[]>(
+      `select table_name from information_schema.columns where table_schema = 'public' and column_name = 'organization_id'`,
+    );
+    for (const { table_name } of withOrg) expect(removed.has(table_name), table_name).to.equal(true);
+    // The organization's own row goes last.
+    const steps = modules.flatMap((m) => m.organizationRows?.remove ?? []);
+    expect(steps.at(-1)?.table).to.equal('organizations');
+  });
 });

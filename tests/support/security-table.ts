@@ -89,7 +89,7 @@ async function callHttp(s: TestServer, p: ProcedureInfo, token: string | undefin
     url = url.replace(`{${param}}`, encodeURIComponent(segment));
     delete fields[param];
   }
-  const hasBody = !['GET', 'DELETE', 'HEAD'].includes(rest.method);
+  const hasBody = !['GET', 'DELETE', 'HEAD'].includes(rest.method) || p.meta.deleteWithBody === true;
   if (!hasBody) {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(fields)) {

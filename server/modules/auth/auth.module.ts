@@ -5,12 +5,22 @@ import { Migration20261124000010_two_factor } from './migrations/Migration202611
 import { LoginChallenge, RecoveryCode, TwoFactorCredential } from './two-factor.entity.js';
 
 /** Sign-in, tokens and sign-up, on the identity entities of the core (server/access). */
+/** The rows of an organization's users, in tables keyed by user (organizationRows). */
+const ORGANIZATION_USERS = `"user_id" in (select "id" from "users" where "organization_id" = ?)`;
+
 export const authModule = defineModule({
   name: 'auth',
   router: authRouter,
   entities: [TwoFactorCredential, RecoveryCode, LoginChallenge],
   migrations: [{ name: 'Migration20261124000010_two_factor', class: Migration20261124000010_two_factor }],
   jobs: [purgeExpiredSessionsJob],
+  organizationRows: {
+    remove: [
+      { table: 'login_challenges', where: ORGANIZATION_USERS },
+      { table: 'recovery_codes', where: ORGANIZATION_USERS },
+      { table: 'two_factor_credentials', where: ORGANIZATION_USERS },
+    ],
+  },
   notOwnedByUser: {
     TwoFactorCredential: 'the sign-in factor of the user it names, deleted with it',
     RecoveryCode: 'a sign-in factor of the user it names, deleted with it',

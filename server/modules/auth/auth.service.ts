@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import { Organization } from '../../access/organization.entity.js';
 import { LoginSession, RefreshToken } from '../../access/session.entity.js';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS } from '../../access/tokens.js';
@@ -135,10 +136,12 @@ export async function login(ctx: RequestContext, input: TLoginInput): Promise<TL
   const ok = user?.passwordHash
     ? await ctx.deps.passwords.compare(input.password, user.passwordHash)
     : await ctx.deps.passwords.compareWithDummy(input.password);
-  if (!user || !user.passwordHash || !ok || user.status !== 'active') {
+  // A deleted organization's users are unknown from its deletion on (README, "The organization").
+  const gone = !!user?.organization.deletedAt;
+  if (!user || !user.passwordHash || !ok || user.status !== 'active' || gone) {
     await recordFailure(ctx, key);
     // In the audit log of the user's organization; an unknown email is recorded nowhere.
-    if (user) await recordLoginFailure(ctx, user);
+    if (user && !gone) await recordLoginFailure(ctx, user);
     throw INVALID_LOGIN();
   }
   // With two-factor on, the password opens a challenge; the tokens come from `POST /auth/2fa/verify`.
@@ -155,6 +158,12 @@ export async function completeLogin(
   const now = ctx.deps.clock.now();
   noteAuditActor(auditActor(user));
   const tokens = await ctx.em.transactional(async (em) => {
+    // A challenge opened before the organization was deleted completes nothing after it.
+    const org = await em.findOne(Organization, user.organization.id, {
+      lockMode: LockMode.PESSIMISTIC_READ,
+      refresh: true,
+    });
+    if (!org || org.deletedAt) throw INVALID_LOGIN();
     await em.execute('delete from login_throttles where key = ?', [throttle]);
     user.lastLogin = now;
     const t = issueSession({ ...ctx, em }, user);
@@ -190,6 +199,7 @@ export async function refresh(ctx: RequestContext, input: TRefreshInput): Promis
       token.expiresAt <= now ||
       session.expiresAt <= now ||
       user.deletedAt ||
+      user.organization.deletedAt ||
       user.status !== 'active'
     ) {
       return { error: INVALID_REFRESH() };

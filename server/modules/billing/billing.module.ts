@@ -9,6 +9,7 @@ import { Migration20261121000060_billing } from './migrations/Migration202611210
 import { PaymentMethod } from './payment-method.entity.js';
 import { Subscription } from './subscription.entity.js';
 import { createSubscription } from './subscription.service.js';
+import { cancelForDeletion } from './renewals.js';
 
 /** Plans, the subscription, payment methods, invoices, renewals and dunning, usage (README, "Billing"). */
 export const billingModule = defineModule({
@@ -29,5 +30,9 @@ export const billingModule = defineModule({
   ],
   events: BILLING_EVENTS,
   onOrganizationCreated: createSubscription,
+  onOrganizationDeleted: cancelForDeletion,
+  organizationRows: {
+    remove: [{ table: 'invoices' }, { table: 'payment_methods' }, { table: 'subscriptions' }],
+  },
   httpRoutes: invoiceDocumentRoutes,
 });

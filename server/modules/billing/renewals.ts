@@ -7,7 +7,9 @@ import { periodEndAfter, periodMonths } from './billing-period.js';
 import { Invoice, type InvoiceLine } from './invoice.entity.js';
 import {
   EventClock,
+  findDefaultPaymentMethod,
   issueInvoice,
+  lockSubscription,
   line,
   planPriceCents,
   recordSubscriptionUpdated,
@@ -119,7 +121,7 @@ async function renewBatch(deps: AppDeps): Promise<number> {
     const rows = await tx.execute<DueRow[]>(
       `select s.id as subscription_id, s.organization_id
          from subscriptions s join organizations o on o.id = s.organization_id
-        where s.status <> 'canceled' and s.current_period_end <= ?
+        where s.status <> 'canceled' and s.current_period_end <= ? and o.deleted_at is null
         order by s.current_period_end
         limit ?
         for update of s, o skip locked`,
@@ -161,7 +163,7 @@ async function retryBatch(deps: AppDeps): Promise<number> {
          from invoices i
          join subscriptions s on s.id = i.subscription_id
          join organizations o on o.id = i.organization_id
-        where i.status = 'open' and i.next_payment_attempt <= ?
+        where i.status = 'open' and i.next_payment_attempt <= ? and o.deleted_at is null
         order by i.next_payment_attempt
         limit ?
         for update of i, s, o skip locked`,
@@ -216,4 +218,42 @@ export async function nextDueAt(em: Em): Promise<Date | null> {
   );
   const due = rows[0]?.due;
   return due ? new Date(due) : null;
+}
+
+/**
+ * When the organization is deleted (in its transaction, organization row already locked): the subscription is
+ * canceled at once and a final invoice charges what is unbilled: pending proration lines and each database's size
+ * price for the part of the period it has existed so far (the plan was billed in advance for the period). It is
+ * issued even at zero, so the organization's last invoice says the subscription ended; a declined charge leaves it
+ * `open` with `billing.invoice.failed` (no retry follows: the organization's rows are being removed).
+ */
+export async function cancelForDeletion(
+  tx: Em,
+  organization: { id: string },
+  now: Date,
+  deps: AppDeps,
+): Promise<void> {
+  const locked = await lockSubscription(tx, organization.id);
+  const { sub } = locked;
+  const pm = await findDefaultPaymentMethod(tx, organization.id);
+  const clock = new EventClock(now);
+  if (sub.status !== 'canceled') {
+    const current = { start: sub.currentPeriodStart, end: sub.currentPeriodEnd };
+    const lines = [...sub.pendingItems, ...(await addOnLines(tx, deps, organization.id, current, now))];
+    sub.pendingItems = [];
+    sub.updatedAt = now;
+    const { invoice } = await issueInvoice(tx, deps, locked, pm, {
+      lines,
+      reason: 'subscription_final',
+      period: { start: current.start, end: now < current.end ? now : current.end },
+      now,
+      onDecline: 'retry',
+      clock,
+    });
+    invoice.nextPaymentAttempt = null;
+  }
+  if (setStatus(locked, 'canceled', now)) {
+    await recordSubscriptionUpdated(tx, deps, locked, clock.next(), pm?.id ?? null);
+  }
+  await tx.flush();
 }

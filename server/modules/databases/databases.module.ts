@@ -18,6 +18,9 @@ export const databasesModule = defineModule({
   // Deleting a user moves their databases (removed ones included) to the user who deleted them;
   // `activity.databases_created` counts those not removed.
   ownedResources: [{ table: 'databases', activity: 'databases_created', countWhere: '"removed_at" is null' }],
+  organizationRows: {
+    remove: [{ table: 'database_backups' }, { table: 'database_usage_periods' }, { table: 'databases' }],
+  },
   usage: [databasesUsageCounter],
   usageReport: databasesUsageReporter,
 });

@@ -36,6 +36,20 @@ export const hostingModule = defineModule({
   events: [hostingDeploymentSucceeded, hostingDeploymentFailed],
   // Deleting a user moves their sites to the user who deleted them (deployments and logs follow their site).
   ownedResources: [{ table: 'hosting_sites' }],
+  organizationRows: {
+    remove: [
+      {
+        table: 'hosting_build_logs',
+        where: `"deployment_id" in (select d."id" from "hosting_deployments" d join "hosting_sites" s on s."id" = d."site_id" where s."organization_id" = ?)`,
+      },
+      {
+        table: 'hosting_deployments',
+        where: `"site_id" in (select "id" from "hosting_sites" where "organization_id" = ?)`,
+      },
+      { table: 'hosting_sites' },
+      { table: 'hosting_usage_records' },
+    ],
+  },
   usage: [
     {
       feature: 'hosting_sites',

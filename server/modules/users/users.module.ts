@@ -8,6 +8,14 @@ export const usersModule = defineModule({
   router: usersRouter,
   entities: [UserInvitation],
   migrations: [{ name: 'Migration20261121000010_users', class: Migration20261121000010_users }],
+  // A pending invitation of a deleted organization can no longer be accepted.
+  onOrganizationDeleted: async (tx, organization, now) => {
+    await tx.execute(
+      `update "user_invitations" set "revoked_at" = ? where "organization_id" = ? and "accepted_at" is null and "revoked_at" is null`,
+      [now, organization.id],
+    );
+  },
+  organizationRows: { remove: [{ table: 'user_invitations' }] },
   notOwnedByUser: {
     UserInvitation: 'the invitation of the user it names: revoked when that user is deleted',
   },

@@ -6,6 +6,7 @@ import { vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted } fro
 import { vpnActivateJob, vpnSampleUsageJob } from './vpn.jobs.js';
 import { vpnRouter } from './vpn.router.js';
 import { vpnUsageReport } from './vpn.usage.js';
+import { disconnectOrganization } from './vpn.service.js';
 
 export const vpnModule = defineModule({
   name: 'vpn',
@@ -16,6 +17,11 @@ export const vpnModule = defineModule({
   events: [vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted],
   // Deleting a user moves their connections to the user who deleted them; `activity.vpn_connections` counts them.
   ownedResources: [{ table: 'vpn_connections', activity: 'vpn_connections' }],
+  onOrganizationDeleted: disconnectOrganization,
+  organizationRows: {
+    remove: [{ table: 'vpn_connections' }],
+    keep: { vpn_servers: 'the catalogue of servers, shared by every organization' },
+  },
   usage: [
     {
       feature: 'vpn_connections',

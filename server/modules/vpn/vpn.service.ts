@@ -232,3 +232,29 @@ export async function deleteConnection(
   });
   return { success: true, message: 'VPN connection deleted', id: input.id };
 }
+
+/**
+ * When the organization is deleted (in its transaction): every connection that is active or connecting becomes
+ * `inactive` (an activation still queued no longer revives it), each active one with `vpn.disconnected`.
+ */
+export async function disconnectOrganization(tx: Em, organization: { id: string }, now: Date): Promise<void> {
+  const live = await tx.find(
+    VpnConnection,
+    { organization: organization.id, status: { $in: ['active', 'connecting'] } },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { createdAt: 'asc', id: 'asc' } },
+  );
+  for (const c of live) {
+    const wasActive = c.status === 'active';
+    if (wasActive) storeUsage(c, now);
+    c.status = 'inactive';
+    c.statusMessage = null;
+    c.connectedAt = null;
+    c.connectGeneration += 1;
+    c.updatedAt = now;
+    if (wasActive) {
+      const srv = await tx.findOneOrFail(VpnServer, c.server.id);
+      recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), organization.id, now);
+    }
+  }
+  await tx.flush();
+}

@@ -48,7 +48,10 @@ export async function fanOutToWebhooks(em: Em, events: OutboxEvent[], now: Date)
   if (platformTypes.length > 0) {
     const seen = new Set(hooks.map((h) => h.id));
     const all = await em.execute<HookRow[]>(
-      `select "id", "organization_id", "events" from "webhooks" where "status" = 'active'`,
+      // Not to a deleted organization's webhooks: its rows are being removed (README, "The organization").
+      `select w."id", w."organization_id", w."events" from "webhooks" w
+         join "organizations" o on o."id" = w."organization_id"
+        where w."status" = 'active' and o."deleted_at" is null`,
     );
     hooks.push(...all.filter((h) => !seen.has(h.id)));
   }

@@ -46,6 +46,19 @@ export const webhooksModule = defineModule({
       return { 'api.webhook_deliveries': n };
     },
   },
+  organizationRows: {
+    remove: [{ table: 'webhook_deliveries' }, { table: 'webhooks' }],
+    // The events the deletion caused (vpn.disconnected, the final invoice) still reach the organization's
+    // webhooks: removal waits for the first attempt of each delivery (retries are not waited for).
+    async busy(em, organizationId) {
+      const rows = await em.execute<{ n: number }[]>(
+        `select count(*)::int as n from "webhook_deliveries"
+          where "organization_id" = ? and "status" = 'pending' and "attempts" = 0`,
+        [organizationId],
+      );
+      return Number(rows[0]?.n ?? 0) > 0;
+    },
+  },
   outboxConsumers: [
     {
       name: 'webhooks.fan-out',

@@ -1,0 +1,10 @@
+import { Migration } from '@mikro-orm/migrations';
+
+/** The deletion mark of an organization (README, "The organization"). */
+export class Migration20261125000001_organization extends Migration {
+  override name = 'Migration20261125000001_organization';
+
+  override up(): void {
+    this.addSql(`alter table "organizations" add column "deleted_at" timestamptz(3) null;`);
+  }
+}

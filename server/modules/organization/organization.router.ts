@@ -1,0 +1,89 @@
+import { router } from '../../trpc/init.js';
+import { authedProcedure, requireRole } from '../../trpc/procedures.js';
+import { ZNoQuery } from '../../lib/schema.js';
+import {
+  ZDeleteOrganizationInput,
+  ZDeleteOrganizationOutput,
+  ZOrganizationOutput,
+  ZTransferOwnershipInput,
+  ZTransferOwnershipOutput,
+  ZUpdateOrganizationInput,
+} from './organization.schema.js';
+import * as organization from './organization.service.js';
+
+const tags = ['Organization'];
+
+export const organizationRouter = router({
+  get: authedProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/organization',
+        tags,
+        summary: 'Get the caller’s organization',
+        description:
+          'Any user of the organization. `owner_id` is its one owner; `users_count` counts invited, active and ' +
+          'suspended users.',
+      },
+    })
+    .input(ZNoQuery.optional())
+    .output(ZOrganizationOutput)
+    .query(({ ctx }) => organization.getOrganization(ctx)),
+
+  update: requireRole('owner', 'admin')
+    .meta({
+      openapi: {
+        method: 'PUT',
+        path: '/organization',
+        tags,
+        summary: 'Rename the organization',
+        description: 'Owner and admin. Changes the organization’s `name`.',
+      },
+    })
+    .input(ZUpdateOrganizationInput)
+    .output(ZOrganizationOutput)
+    .mutation(({ ctx, input }) => organization.updateOrganization(ctx, input)),
+
+  transferOwnership: requireRole('owner')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/organization/transfer-ownership',
+        tags,
+        summary: 'Hand ownership to an admin',
+        description:
+          'Owner only, with the owner’s `password`. In one transaction the named user, an `active` admin, becomes ' +
+          'the owner and the caller an admin; each gets the default permissions of the new role, and ' +
+          '`user.updated` is emitted for both. Applies from each user’s next request. A user of the organization ' +
+          'who is not an active admin → 409; an unknown id or another organization’s user → 404; a wrong password ' +
+          '→ 401 `INVALID_CREDENTIALS`.',
+        errorResponses: { 409: 'The user is not an active admin of the organization' },
+      },
+    })
+    .input(ZTransferOwnershipInput)
+    .output(ZTransferOwnershipOutput)
+    .mutation(({ ctx, input }) => organization.transferOwnership(ctx, input)),
+
+  delete: requireRole('owner')
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/organization',
+        tags,
+        summary: 'Delete the organization and everything in it',
+        description:
+          'Owner only. The JSON body names the organization (`confirm`, its exact name, else 400) and gives the ' +
+          'owner’s `password` (wrong → 401 `INVALID_CREDENTIALS`). From the 202 on, every access token, refresh ' +
+          'token and API key of the organization is refused (401) on every server process, and nothing of it is ' +
+          'readable; active VPN connections are disconnected (`vpn.disconnected`), the subscription is canceled ' +
+          'and a final invoice charges what is unbilled; these events still reach the organization’s webhooks. A ' +
+          'durable job then removes every row of the organization (users, resources, backups, invoices, ' +
+          'deliveries, audit entries) by `deletion_scheduled`; then its users’ emails can register again.',
+      },
+      successStatus: 202,
+      deleteWithBody: true,
+    })
+    .input(ZDeleteOrganizationInput)
+    .output(ZDeleteOrganizationOutput)
+    .mutation(({ ctx, input }) => organization.deleteOrganization(ctx, input)),
+});

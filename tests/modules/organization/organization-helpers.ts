@@ -1,0 +1,164 @@
+import { createHash } from 'node:crypto';
+import { expect } from 'chai';
+import { URI, type TOTP } from 'otpauth';
+import type { AppDeps } from '../../../server/kit/deps.js';
+import { createUser, type TestUser } from '../../support/factories.js';
+import { http } from '../../support/http.js';
+import type { TestServer } from '../../support/server.js';
+import { createConnection, waitFor } from '../vpn/vpn-helpers.js';
+import { dbName, runningDatabase, waitBackupCompleted } from '../databases/databases-helpers.js';
+import { newDeployment, newSite, waitForDeployment } from '../hosting/hosting-helpers.js';
+import { uniqueEmail } from '../../support/factories.js';
+
+export { waitFor };
+
+const query = <T extends object>(deps: AppDeps, sql: string, params: unknown[] = []) =>
+  deps.db.orm.em.fork().execute<T[]>(sql, params);
+
+/** Every table of the application with an organization column, from the database's catalogue. */
+export async function tablesWithOrganizationColumn(deps: AppDeps): Promise<string[]> {
+  const rows = await query<{ table_name: string }>(
+    deps,
+    `select c.table_name from information_schema.columns c
+       join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name
+      where c.table_schema = 'public' and c.column_name = 'organization_id' and t.table_type = 'BASE TABLE'
+      order by c.table_name`,
+  );
+  return rows.map((r) => r.table_name);
+}
+
+/** Rows per table holding `organizationId` (the organizations row itself included), non-empty tables only. */
+export async function rowsOf(deps: AppDeps, organizationId: string): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const table of [...(await tablesWithOrganizationColumn(deps)), 'organizations']) {
+    const column = table === 'organizations' ? 'id' : 'organization_id';
+    const [row] = await query<{ n: number }>(
+      deps,
+      `select count(*)::int as n from "${table}" where "${column}" = ?`,
+      [organizationId],
+    );
+    if (Number(row!.n) > 0) out[table] = Number(row!.n);
+  }
+  return out;
+}
+
+/** A digest of every row of the organization in every table with an organization column. */
+export async function fingerprint(deps: AppDeps, organizationId: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const table of [...(await tablesWithOrganizationColumn(deps)), 'organizations']) {
+    const column = table === 'organizations' ? 'id' : 'organization_id';
+    const rows = await query<{ r: string }>(
+      deps,
+      `select t::text as r from "${table}" t where "${column}" = ? order by 1`,
+      [organizationId],
+    );
+    out[table] = `${rows.length}:${createHash('sha256')
+      .update(rows.map((x) => x.r).join('\n'))
+      .digest('hex')}`;
+  }
+  return out;
+}
+
+/** Rows of the users of the organization in the tables keyed by user (no organization column). */
+export async function userKeyedRows(deps: AppDeps, userIds: string[]): Promise<number> {
+  let n = 0;
+  for (const table of ['login_sessions', 'two_factor_credentials', 'recovery_codes', 'login_challenges']) {
+    const [row] = await query<{ n: number }>(
+      deps,
+      `select count(*)::int as n from "${table}" where "user_id" = any(?::text[])`,
+      [`{${userIds.join(',')}}`],
+    );
+    n += Number(row!.n);
+  }
+  return n;
+}
+
+/** Waits until the organization's row is gone (the removal job's last step). */
+export async function waitRemoved(deps: AppDeps, organizationId: string, timeoutMs = 90_000): Promise<void> {
+  await waitFor(async () => {
+    const rows = await query<{ id: string }>(deps, `select "id" from "organizations" where "id" = ?`, [
+      organizationId,
+    ]);
+    return rows.length === 0 ? true : undefined;
+  }, timeoutMs);
+}
+
+/**
+ * One of everything in `owner`'s organization: an active VPN connection, a site with a successful deployment, a
+ * running database with a completed backup, a payment method and a paid plan change (invoice), a webhook (to
+ * `hookUrl`) with deliveries, audit entries, an admin with two-factor on, an invited user. Returns the users.
+ */
+export async function populate(
+  s: TestServer,
+  owner: TestUser,
+  hookUrl: string,
+): Promise<{
+  admin: TestUser;
+  member: TestUser;
+  invitedId: string;
+  invitationToken: string;
+  recoveryCode: string;
+  connectionId: string;
+}> {
+  const base = s.baseUrl;
+  const t = owner.token;
+  const hook = await http(base, 'POST', '/v1/webhooks', {
+    token: t,
+    body: {
+      url: hookUrl,
+      events: [
+        'vpn.connected',
+        'vpn.disconnected',
+        'billing.invoice.created',
+        'billing.subscription.updated',
+        'user.updated',
+      ],
+    },
+  });
+  expect(hook.status, hook.text).to.equal(201);
+  const admin = await createUser(s.deps, owner.organizationId, { role: 'admin' });
+  const member = await createUser(s.deps, owner.organizationId);
+  const invited = await http(base, 'POST', '/v1/users', {
+    token: t,
+    body: { email: uniqueEmail('invited'), name: 'Invited', role: 'member', send_invitation: false },
+  });
+  expect(invited.status, invited.text).to.equal(201);
+  // Two-factor on for the admin.
+  const caller = s.caller(admin.token);
+  const setup = await caller.auth.twoFactor.setup({});
+  const totp = URI.parse(setup.otpauth_url) as TOTP;
+  const { recovery_codes } = await caller.auth.twoFactor.enable({ code: totp.generate() });
+
+  const conn = await createConnection(base, t);
+  expect(conn.status, conn.text).to.equal(201);
+  const connectionId = conn.body.connection.id as string;
+  await waitFor(async () => {
+    const r = await http(base, 'GET', `/v1/vpn/connections/${connectionId}`, { token: t });
+    return r.body.connection?.status === 'active' ? true : undefined;
+  });
+
+  const site = await newSite(base, t, { name: 'Everything' });
+  const dep = await newDeployment(base, t, site.id);
+  await waitForDeployment(base, t, site.id, dep.id, ['success']);
+
+  const db = await runningDatabase(base, t, { name: dbName('all') });
+  const backup = await http(base, 'POST', `/v1/databases/${db.id}/backups`, { token: t, body: {} });
+  expect(backup.status, backup.text).to.equal(202);
+  await waitBackupCompleted(base, t, db.id, backup.body.backup.id);
+
+  const pm = await http(base, 'POST', '/v1/billing/payment-methods', {
+    token: t,
+    body: { payment_method: 'pm_card_visa' },
+  });
+  expect(pm.status, pm.text).to.equal(201);
+  const plan = await http(base, 'PUT', '/v1/billing/subscription', { token: t, body: { plan: 'pro' } });
+  expect(plan.status, plan.text).to.equal(200);
+  return {
+    admin,
+    member,
+    invitedId: invited.body.user.id as string,
+    invitationToken: new URL(invited.body.invitation_url as string).searchParams.get('token')!,
+    recoveryCode: recovery_codes[0]!,
+    connectionId,
+  };
+}
