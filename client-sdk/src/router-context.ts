@@ -1,6 +1,6 @@
 /**
  * What the published declaration file puts in place of the server's own context, meta and error-data types when it
- * inlines the router's type (scripts/build.mjs). A client never sees a procedure's context or meta; the error data
+ * inlines the router's type (scripts/build.js). A client never sees a procedure's context or meta; the error data
  * is the `error.data` the API sends (README, "Errors"). Types only: nothing here exists at run time.
  */
 import type { ApiErrorCode, ErrorDetail } from './errors.js';

@@ -6,7 +6,7 @@ import { sharedServer, type TestServer } from '../support/server.js';
 import { stderrLines, Terminal, type CliRun } from './support/run-cli.js';
 
 /** `--json` output, parsed (the test fails if it does not parse). */
-const json = <T = Record<string, any>>(run: CliRun): T => JSON.parse(run.stdout) as T; // eslint-disable-line @typescript-eslint/no-explicit-any
+const json = <T = Record<string, any>>(run: CliRun): T => JSON.parse(run.stdout) as T;
 
 function expectOk(run: CliRun): CliRun {
   expect(

@@ -80,7 +80,7 @@ describe('client SDK package (packed, installed outside the repository)', functi
 
   it('holds built JavaScript and one self-contained declaration file, and installs no server package', () => {
     const installed = join(project, 'node_modules/@cloud-platform/client');
-    const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, any>;
     expect(pkg.private).to.equal(undefined);
     expect(pkg.exports['.']).to.include({ types: './dist/index.d.ts', import: './dist/index.js' });
     for (const version of Object.values(pkg.dependencies as Record<string, string>)) {
@@ -140,7 +140,7 @@ describe('client SDK package (packed, installed outside the repository)', functi
       }),
       'consumer',
     );
-    const out = JSON.parse(run.stdout) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const out = JSON.parse(run.stdout) as Record<string, any>;
     expect(out).to.deep.include({ tokenType: 'Bearer', role: 'owner', email: owner.email });
     expect(out.connection).to.include({ status: 'connecting', wgQuick: true });
     expect(out.build.status).to.equal('success');

@@ -44,7 +44,7 @@ export function exitCodeFor(error: PlatformApiError): ExitCode {
 export function describeError(error: unknown): { line: string; exitCode: ExitCode } {
   if (error instanceof CliError) return { line: `error: ${error.message}`, exitCode: error.exitCode };
   if (error instanceof PlatformApiError) {
-    const first = error.details?.[0] as Record<string, unknown> | undefined;
+    const first: Record<string, unknown> | undefined = error.details?.[0];
     const detail =
       typeof first?.path === 'string' && typeof first.message === 'string'
         ? ` (${first.path}: ${first.message})`

@@ -29,6 +29,22 @@ const invoiceText = (invoice: Invoice) =>
     }),
   ].join('\n');
 
+/** The invoice a plan change would issue: its lines and what would be charged. */
+const previewText = (invoice: Invoice) =>
+  [
+    table(invoice.line_items, {
+      description: (l) => l.description,
+      quantity: (l) => l.quantity,
+      amount: (l) => money(l.amount),
+    }),
+    invoice.tax.amount
+      ? `Tax (${invoice.tax.jurisdiction} ${invoice.tax.rate}%): ${money(invoice.tax.amount)}`
+      : '',
+    `Total: ${money(invoice.total)}`,
+  ]
+    .filter(Boolean)
+    .join('\n');
+
 /**
  * Fetches the invoice's PDF. `pdf_url` is a signed link under the API's public address; its path and query are
  * requested from the API this CLI talks to (the same server, whatever address it calls itself by).
@@ -122,7 +138,7 @@ export default defineCommandGroup({
           if (!process.stdin.isTTY) {
             throw new CliError('changing the plan needs a confirmation: pass --yes', EXIT.USAGE);
           }
-          cli.note(`${invoiceText(preview.invoice)}\n`);
+          cli.note(`${previewText(preview.invoice)}\n`);
           const answer = await ask(
             `Change to ${plan} and charge ${money(preview.invoice.total)} now? [y/N] `,
           );

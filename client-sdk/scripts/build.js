@@ -6,7 +6,7 @@
  *   dist/cli.js     the `cloud` command, which imports the SDK by its package name.
  * Run after `tsc -p tsconfig.build.json` has emitted the declarations (the `build` script does both).
  */
-import { readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
