@@ -1,6 +1,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { URI, type TOTP } from 'otpauth';
+import { createClient } from '@cloud-platform/client';
 import { createOrg, type TestUser } from '../support/factories.js';
 import { sharedServer, type TestServer } from '../support/server.js';
 import { stderrLines, Terminal, type CliRun } from './support/run-cli.js';
@@ -91,6 +93,24 @@ describe('cloud CLI (a subprocess against a live server)', function () {
         /^error: Invalid email or password \[INVALID_CREDENTIALS, request req_[a-z0-9]+\]$/,
       );
       expect(existsSync(join(term.configHome, 'cloud-platform', 'credentials.json'))).to.equal(false);
+    });
+
+    it('two-factor sign-in: without a code one line and exit 3; with a recovery code signed in', async () => {
+      const owner = await createOrg(s.deps);
+      const client = createClient({ baseUrl: s.baseUrl, token: owner.token });
+      const { otpauth_url } = await client.auth.twoFactor.setup.mutate({});
+      const code = (URI.parse(otpauth_url) as TOTP).generate();
+      const { recovery_codes } = await client.auth.twoFactor.enable.mutate({ code });
+
+      const term = new Terminal(s.baseUrl);
+      const login = ['login', '--email', owner.email, '--password-stdin'];
+      expectFailure(
+        await term.run(login, { input: owner.password }),
+        3,
+        /^error: this account has two-factor sign-in on: pass --code or --recovery-code$/,
+      );
+      expectOk(await term.run([...login, '--recovery-code', recovery_codes[0]!], { input: owner.password }));
+      expect(json(expectOk(await term.run(['whoami', '--json']))).user.two_factor_enabled).to.equal(true);
     });
 
     it('uses an API key from CLOUD_API_KEY instead of a stored login', async () => {

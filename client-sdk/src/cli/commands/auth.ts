@@ -9,6 +9,7 @@ interface LoginOptions {
   email?: string;
   passwordStdin?: boolean;
   code?: string;
+  recoveryCode?: string;
 }
 
 const interactive = () => Boolean(process.stdin.isTTY);
@@ -22,6 +23,7 @@ export default defineCommandGroup({
       .option('--email <email>', 'the account email (asked when absent)')
       .option('--password-stdin', 'read the password from standard input instead of asking')
       .option('--code <code>', 'the two-factor code, for accounts with two-factor sign-in on')
+      .option('--recovery-code <code>', 'a recovery code instead of the two-factor code')
       .action(async (options: LoginOptions) => {
         const email = options.email ?? (interactive() ? await ask('Email: ') : undefined);
         if (!email) throw new CliError('missing --email', EXIT.USAGE);
@@ -38,8 +40,13 @@ export default defineCommandGroup({
         const result = await client
           .login(email, password, {
             twoFactor: async () => {
+              if (options.recoveryCode) return { recovery_code: options.recoveryCode };
               const code = options.code ?? (interactive() ? await ask('Two-factor code: ') : undefined);
-              if (!code) throw new CliError('this account has two-factor sign-in on: pass --code', EXIT.AUTH);
+              if (!code)
+                throw new CliError(
+                  'this account has two-factor sign-in on: pass --code or --recovery-code',
+                  EXIT.AUTH,
+                );
               return { code };
             },
           })
