@@ -139,9 +139,14 @@ export default defineCommandGroup({
             throw new CliError('changing the plan needs a confirmation: pass --yes', EXIT.USAGE);
           }
           cli.note(`${previewText(preview.invoice)}\n`);
-          const answer = await ask(
-            `Change to ${plan} and charge ${money(preview.invoice.total)} now? [y/N] `,
-          );
+          const total = preview.invoice.total;
+          const effect =
+            total > 0
+              ? `charge ${money(total)} now`
+              : total < 0
+                ? `credit ${money(-total)} to the next invoices`
+                : 'charge nothing now';
+          const answer = await ask(`Change to ${plan} and ${effect}? [y/N] `);
           if (!/^y(es)?$/i.test(answer)) throw new CliError('not changed', EXIT.FAILURE);
         }
         const res = await client.billing.subscription.update.mutate(input);
