@@ -104,33 +104,16 @@ describe('client SDK package (packed, installed outside the repository)', functi
   });
 
   it('type-checks a strict consumer (misuse fails to compile) that then runs against a live server', async () => {
-    ok(
+    // A misuse line that compiled would leave its `@ts-expect-error` unused, which is itself an error; the
+    // declaration file is checked too (`skipLibCheck: false`).
+    const tsc = ok(
       await runNode([join(project, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
         cwd: project,
         env: process.env,
       }),
       'tsc',
     );
-
-    // Each `@ts-expect-error` is needed: without the directives, every misuse line is an error.
-    const unchecked = readFileSync(join(project, 'consumer.ts'), 'utf8').replaceAll(
-      '// @ts-expect-error',
-      '//',
-    );
-    writeFileSync(join(project, 'consumer.ts'), unchecked);
-    const failed = await runNode(
-      [join(project, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json', '--noEmit'],
-      {
-        cwd: project,
-        env: process.env,
-      },
-    );
-    const errorLines = failed.stdout.split('\n').filter((l) => /^consumer\.ts\(\d+,\d+\): error/.test(l));
-    const expected =
-      readFileSync(join(CONSUMER, 'consumer.ts'), 'utf8').split('// @ts-expect-error').length - 1;
-    expect(new Set(errorLines.map((l) => l.match(/^consumer\.ts\((\d+),/)![1])).size, failed.stdout).to.equal(
-      expected,
-    );
+    expect(tsc.stdout).to.equal('');
 
     const owner = await createOrg(s.deps);
     const run = ok(
