@@ -10,6 +10,7 @@ export default tseslint.config(
       'coverage/**',
       'bench/results/**',
       'client-sdk/dist/**',
+      'client-sdk/.build/**',
       'dist/**',
     ],
   },

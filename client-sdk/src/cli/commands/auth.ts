@@ -1,0 +1,110 @@
+import { TwoFactorRequiredError } from '@cloud-platform/client';
+import { API_KEY_VARIABLE } from '../cli.js';
+import { defineCommandGroup } from '../command-group.js';
+import { credentialsFile, loadCredentials, removeCredentials, saveCredentials } from '../credentials.js';
+import { CliError, EXIT } from '../exit-codes.js';
+import { ask, fields, readStdin } from '../output.js';
+
+interface LoginOptions {
+  email?: string;
+  passwordStdin?: boolean;
+  code?: string;
+  recoveryCode?: string;
+}
+
+const interactive = () => Boolean(process.stdin.isTTY);
+
+export default defineCommandGroup({
+  name: 'auth',
+  register(program, cli) {
+    program
+      .command('login')
+      .description('sign in and keep the session in the config directory (file mode 0600)')
+      .option('--email <email>', 'the account email (asked when absent)')
+      .option('--password-stdin', 'read the password from standard input instead of asking')
+      .option('--code <code>', 'the two-factor code, for accounts with two-factor sign-in on')
+      .option('--recovery-code <code>', 'a recovery code instead of the two-factor code')
+      .action(async (options: LoginOptions) => {
+        const email = options.email ?? (interactive() ? await ask('Email: ') : undefined);
+        if (!email) throw new CliError('missing --email', EXIT.USAGE);
+        const password = options.passwordStdin
+          ? await readStdin()
+          : interactive()
+            ? await ask('Password: ', { hidden: true })
+            : undefined;
+        if (!password)
+          throw new CliError('no password: give it on standard input with --password-stdin', EXIT.USAGE);
+
+        const apiUrl = cli.apiUrl(undefined);
+        const client = cli.anonymousClient({ baseUrl: apiUrl });
+        const result = await client
+          .login(email, password, {
+            twoFactor: async () => {
+              if (options.recoveryCode) return { recovery_code: options.recoveryCode };
+              const code = options.code ?? (interactive() ? await ask('Two-factor code: ') : undefined);
+              if (!code)
+                throw new CliError(
+                  'this account has two-factor sign-in on: pass --code or --recovery-code',
+                  EXIT.AUTH,
+                );
+              return { code };
+            },
+          })
+          .catch((err: unknown) => {
+            throw err instanceof TwoFactorRequiredError ? new CliError(err.message, EXIT.AUTH) : err;
+          });
+        const file = credentialsFile(cli.env);
+        saveCredentials(
+          {
+            api_url: apiUrl,
+            email: result.user.email,
+            token: result.token,
+            refresh_token: result.refresh_token,
+          },
+          file,
+        );
+        cli.print(
+          { user: result.user, api_url: apiUrl, credentials_file: file },
+          () =>
+            `Signed in to ${apiUrl} as ${result.user.email} (${result.user.role}).\nCredentials saved in ${file}`,
+        );
+      });
+
+    program
+      .command('logout')
+      .description('end the session on the server and forget the stored credentials')
+      .action(async () => {
+        const file = credentialsFile(cli.env);
+        const stored = loadCredentials(file);
+        if (!stored) {
+          cli.print({ signed_out: false }, () => 'Not signed in.');
+          return;
+        }
+        try {
+          await cli.client().logout();
+        } finally {
+          // The local credentials go even when the server could not be told (offline, session already expired).
+          removeCredentials(file);
+        }
+        cli.print({ signed_out: true }, () => `Signed out of ${stored.api_url}.`);
+      });
+
+    program
+      .command('whoami')
+      .description(`show the signed-in user (or the owner of the API key in ${API_KEY_VARIABLE})`)
+      .action(async () => {
+        const { user } = await cli.client().auth.me.query();
+        cli.print({ user }, () =>
+          fields({
+            email: user.email,
+            name: user.name,
+            role: user.role,
+            organization: user.organization_id,
+            'two-factor': user.two_factor_enabled ? 'on' : 'off',
+            id: user.id,
+            'api url': cli.apiUrl(),
+          }),
+        );
+      });
+  },
+});
