@@ -7,6 +7,7 @@ import type { AppDeps } from '../../server/kit/deps.js';
 import { createInProcessContext } from '../../server/trpc/context.js';
 import { appRouter } from '../../server/router.js';
 import type { Clock } from '../../server/lib/time.js';
+import { contractObserver } from './contract.js';
 import { testConfig } from './env.js';
 
 export interface TestServer {
@@ -40,7 +41,7 @@ export async function startTestServer(
     clock: opts.clock,
     startJobs: opts.startJobs,
   });
-  const app = await buildApp(deps);
+  const app = await buildApp(deps, { observeResponse: contractObserver });
   await app.listen({ port: 0, host: opts.host ?? '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
