@@ -296,7 +296,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
         route: req.routeOptions.url,
         url: req.url,
         status: reply.statusCode,
-        headers: reply.getHeaders() as ObservedResponse['headers'],
+        headers: reply.getHeaders(),
         body: typeof payload === 'string' ? payload : undefined,
       });
       return payload;

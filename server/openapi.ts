@@ -217,7 +217,10 @@ export function declaredErrors(meta: Meta, method: string, op: Json): Map<number
   if (hasBody) add(['INVALID_JSON']);
   for (const code of meta.baseErrors ?? fallbackBaseErrors(meta)) add([code]);
   if (meta.openapi?.path.includes('{') || meta.openapi?.path.includes(':')) add(['NOT_FOUND']);
-  if (hasBody) (add(['PAYLOAD_TOO_LARGE']), add(['UNSUPPORTED_MEDIA_TYPE']));
+  if (hasBody) {
+    add(['PAYLOAD_TOO_LARGE']);
+    add(['UNSUPPORTED_MEDIA_TYPE']);
+  }
   add(['INTERNAL_ERROR']);
   add(['SERVICE_UNAVAILABLE']);
   for (const [code, reason] of Object.entries(meta.errors ?? {}) as [ErrorCode, string][])
@@ -225,7 +228,7 @@ export function declaredErrors(meta: Meta, method: string, op: Json): Map<number
   const extra = meta.openapi?.errorResponses;
   const extraStatuses = Array.isArray(extra) ? extra : Object.keys(extra ?? {}).map(Number);
   for (const status of extraStatuses) {
-    const reason = extra && !Array.isArray(extra) ? (extra as Record<number, string>)[status] : undefined;
+    const reason = extra && !Array.isArray(extra) ? extra[status] : undefined;
     add(codesOfStatus(status), reason, status);
   }
   return new Map([...out.entries()].sort(([a], [b]) => a - b));
