@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AnyEventDefinition } from './events/define-event.js';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import { modules } from './modules.js';
+import { procedureTakesInput } from './rest.js';
 import { appRouter } from './router.js';
 import type { Meta } from './trpc/init.js';
 
@@ -201,7 +202,12 @@ interface DeclaredError {
  * permission, HTTPS), the procedure's own (`meta.errors`, by code; `meta.openapi.errorResponses`, by status: every
  * code of that status), and the server's (500, 503).
  */
-export function declaredErrors(meta: Meta, method: string, op: Json): Map<number, DeclaredError> {
+export function declaredErrors(
+  meta: Meta,
+  method: string,
+  op: Json,
+  takesInput = false,
+): Map<number, DeclaredError> {
   const out = new Map<number, DeclaredError>();
   const add = (codes: readonly ErrorCode[], reason?: string, status: number = ERROR_STATUS[codes[0]!]) => {
     const entry = out.get(status) ?? { codes: [], reasons: [] };
@@ -209,9 +215,11 @@ export function declaredErrors(meta: Meta, method: string, op: Json): Map<number
     if (reason) entry.reasons.push(reason);
     out.set(status, entry);
   };
-  // A malformed path id is a 404, so only query parameters and bodies can be invalid input.
+  // A malformed path id is a 404; but a value with text no schema may receive (NUL, a lone surrogate:
+  // server/lib/input-limits.ts) is invalid input wherever it is, path and ignored query keys included: any
+  // procedure that reads input can answer 400.
   const params = (op.parameters as Json[] | undefined) ?? [];
-  const hasInput = params.some((p) => p.in === 'query') || op.requestBody !== undefined;
+  const hasInput = takesInput || params.length > 0 || op.requestBody !== undefined;
   const hasBody = BODY_METHODS.has(method);
   if (hasInput || hasBody) add(['VALIDATION_ERROR']);
   if (hasBody) add(['INVALID_JSON']);
@@ -579,7 +587,9 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       const newResponses: Record<string, Json> = {
         [String(status)]: { description: successDescription, headers: successHeaders, content },
       };
-      for (const [code, declared] of declaredErrors(meta, method, op)) {
+      // Whether the procedure reads input is decided as the /v1 adapter decides it.
+      const takesInput = procedureTakesInput(procedures[found.path]!);
+      for (const [code, declared] of declaredErrors(meta, method, op, takesInput)) {
         const rateLimited = !isPublic;
         if (declared.reasons.length > 0) {
           const description = declared.reasons.join('; ');
