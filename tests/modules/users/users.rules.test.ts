@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ROLE_DEFAULT_PERMISSIONS, type Permission } from '../../../server/access/permissions.js';
+import { ROLE_DEFAULT_PERMISSIONS } from '../../../server/access/permissions.js';
 import { User } from '../../../server/access/user.entity.js';
 import { Event } from '../../../server/events/event.entity.js';
 import { toAppError } from '../../../server/trpc/init.js';
@@ -200,7 +200,7 @@ describe('users: role rules, escalation, suspension, deletion, invitations', () 
         'hosting:read',
         'users:read',
       ]);
-      await c.users.update({ id: member.id, permissions: strings as Permission[] });
+      await c.users.update({ id: member.id, permissions: strings });
       expect((await c.users.get({ id: member.id })).user.permissions).to.deep.equal(strings);
 
       // The object form replaces what it shows: a read-only member loses hosting entirely.
