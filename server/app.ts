@@ -214,9 +214,28 @@ function answerClientError(
   setTimeout(() => socket.destroy(), 1_000).unref();
 }
 
+/** A response as it leaves the server, for an observer (tests hold every `/v1` answer to the OpenAPI document). */
+export interface ObservedResponse {
+  method: string;
+  /** The route's path as registered (`/v1/users/:id`); undefined when no route matched. */
+  route: string | undefined;
+  url: string;
+  status: number;
+  /** Lowercased names. */
+  headers: Record<string, string | number | string[] | undefined>;
+  /** The body when it was sent as text (JSON); undefined for streams and buffers. */
+  body: string | undefined;
+}
+export type ResponseObserver = (res: ObservedResponse) => void;
+
 export interface BuildOptions {
   /** REQUEST_TIMEOUT_MS unless set (tests use a short one). */
   requestTimeoutMs?: number;
+  /**
+   * Called with every response Fastify sends (not the raw-socket answers to unparseable requests, nor event
+   * streams). Tests install one; without it no hook is added, so serving pays nothing for it.
+   */
+  observeResponse?: ResponseObserver;
 }
 
 /** Builds the HTTP server: `/v1` (REST), `/trpc`, `/v1/openapi.json`, `/docs`, `/healthz`, `/readyz`. */
@@ -269,6 +288,20 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   app.addHook('preClose', async () => {
     draining = true;
   });
+  const observe = opts.observeResponse;
+  if (observe) {
+    app.addHook('onSend', async (req, reply, payload) => {
+      observe({
+        method: req.method,
+        route: req.routeOptions.url,
+        url: req.url,
+        status: reply.statusCode,
+        headers: reply.getHeaders(),
+        body: typeof payload === 'string' ? payload : undefined,
+      });
+      return payload;
+    });
+  }
 
   app.addHook('onRequest', async (req, reply) => {
     setCommonHeaders(req, reply);

@@ -1,6 +1,10 @@
 import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
-import { ERROR_CODES, ERROR_STATUS } from './lib/errors.js';
+import { z } from 'zod';
+import type { AnyEventDefinition } from './events/define-event.js';
+import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
+import { modules } from './modules.js';
+import { procedureTakesInput } from './rest.js';
 import { appRouter } from './router.js';
 import type { Meta } from './trpc/init.js';
 
@@ -9,6 +13,11 @@ type Json = Record<string, unknown>;
 export const API_TITLE = 'Cloud Platform API';
 export const API_VERSION = '1.0.0';
 const SECURITY_SCHEME = 'bearerAuth';
+/** `info.contact`: the team behind the API, with the reference page when the public address is known. */
+function apiContact(publicBaseUrl: string | undefined) {
+  const name = 'Cloud Platform API team';
+  return publicBaseUrl ? { name, url: `${publicBaseUrl.replace(/\/$/, '')}/docs` } : { name };
+}
 
 const API_DESCRIPTION = `Manage VPN connections, users and permissions, static sites, managed databases, billing and webhooks.
 
@@ -146,20 +155,28 @@ const ERROR_RESPONSES: Record<number, { name: string; text: string }> = {
   503: { name: 'ServiceUnavailable', text: 'Temporarily unavailable (database unreachable)' },
 };
 
-function codesFor(status: number): string {
-  return ERROR_CODES.filter((c) => ERROR_STATUS[c] === status)
-    .map((c) => `\`${c}\``)
-    .join(', ');
-}
+const codeList = (codes: readonly ErrorCode[]) => codes.map((c) => `\`${c}\``).join(', ');
+const codesOfStatus = (status: number) => ERROR_CODES.filter((c) => ERROR_STATUS[c] === status);
 
-function errorResponse(status: number, description?: string): Json {
+/**
+ * An error response: the envelope, `X-Request-Id`, `WWW-Authenticate` on 401, `Retry-After` on 429, and on
+ * authenticated operations the rate-limit headers (sent on every answer to a token, errors included).
+ */
+function errorResponse(
+  status: number,
+  opts: { description?: string; codes?: readonly ErrorCode[]; rateLimited?: boolean } = {},
+): Json {
   const known = ERROR_RESPONSES[status];
-  const codes = codesFor(status);
+  const codes = opts.codes ?? codesOfStatus(status);
   const headers: Json = { 'X-Request-Id': headerRef('RequestId') };
   if (status === 401) headers['WWW-Authenticate'] = headerRef('WWWAuthenticate');
   if (status === 429) headers['Retry-After'] = headerRef('RetryAfter');
+  if (opts.rateLimited) {
+    headers['RateLimit-Policy'] = headerRef('RateLimitPolicy');
+    headers.RateLimit = headerRef('RateLimit');
+  }
   return {
-    description: `${description ?? known?.text ?? 'Error'}${codes ? ` (${codes})` : ''}`,
+    description: `${opts.description ?? known?.text ?? 'Error'}${codes.length ? ` (${codeList(codes)})` : ''}`,
     headers,
     content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
   };
@@ -167,27 +184,80 @@ function errorResponse(status: number, description?: string): Json {
 
 const BODY_METHODS = new Set(['post', 'put', 'patch']);
 
-/** The error statuses an operation can answer, from its meta (who may call, path, method) and its declared extras. */
-function errorStatusesFor(meta: Meta, method: string, op: Json): number[] {
-  const out: number[] = [];
-  // A malformed path id is a 404, so only query parameters and bodies can be invalid input.
-  const params = (op.parameters as Json[] | undefined) ?? [];
-  const hasInput = params.some((p) => p.in === 'query') || op.requestBody !== undefined;
-  if (hasInput || BODY_METHODS.has(method)) out.push(400);
-  if (meta.auth !== 'public') out.push(401, 403, 429);
-  if (meta.openapi?.path.startsWith('/auth/')) out.push(403);
-  if (meta.openapi?.path.includes('{') || meta.openapi?.path.includes(':')) out.push(404);
-  if (BODY_METHODS.has(method) || meta.deleteWithBody) out.push(413, 415);
-  out.push(500, 503);
-  const extra = meta.openapi?.errorResponses;
-  if (Array.isArray(extra)) out.push(...extra);
-  else if (extra) out.push(...Object.keys(extra).map(Number));
-  return [...new Set(out)].sort((a, b) => a - b);
+/** What the base procedure answers when it does not say (a procedure built on the bare tRPC procedure). */
+function fallbackBaseErrors(meta: Meta): readonly ErrorCode[] {
+  if (meta.auth === 'public' || meta.auth === undefined) return [];
+  return ['UNAUTHORIZED', 'TOKEN_EXPIRED', 'FORBIDDEN', 'RATE_LIMITED', 'QUOTA_EXCEEDED'];
 }
 
-function extraDescription(meta: Meta, status: number): string | undefined {
+interface DeclaredError {
+  codes: ErrorCode[];
+  /** Why the operation's own errors happen (from `meta.errors` / `meta.openapi.errorResponses`). */
+  reasons: string[];
+}
+
+/**
+ * The errors an operation can answer, by status: from its input (a query or body can be invalid, a body can be too
+ * large or not JSON), its path (an unknown id is 404), the base procedure (`meta.baseErrors`: token, limits,
+ * permission, HTTPS), the procedure's own (`meta.errors`, by code; `meta.openapi.errorResponses`, by status: every
+ * code of that status), and the server's (500, 503).
+ */
+export function declaredErrors(
+  meta: Meta,
+  method: string,
+  op: Json,
+  takesInput = false,
+): Map<number, DeclaredError> {
+  const out = new Map<number, DeclaredError>();
+  const add = (codes: readonly ErrorCode[], reason?: string, status: number = ERROR_STATUS[codes[0]!]) => {
+    const entry = out.get(status) ?? { codes: [], reasons: [] };
+    for (const code of codes) if (!entry.codes.includes(code)) entry.codes.push(code);
+    if (reason) entry.reasons.push(reason);
+    out.set(status, entry);
+  };
+  // A malformed path id is a 404; but a value with text no schema may receive (NUL, a lone surrogate:
+  // server/lib/input-limits.ts) is invalid input wherever it is, path and ignored query keys included: any
+  // procedure that reads input can answer 400.
+  const params = (op.parameters as Json[] | undefined) ?? [];
+  const hasInput = takesInput || params.length > 0 || op.requestBody !== undefined;
+  const hasBody = BODY_METHODS.has(method) || meta.deleteWithBody === true;
+  if (hasInput || hasBody) add(['VALIDATION_ERROR']);
+  if (hasBody) add(['INVALID_JSON']);
+  for (const code of meta.baseErrors ?? fallbackBaseErrors(meta)) add([code]);
+  if (meta.openapi?.path.includes('{') || meta.openapi?.path.includes(':')) add(['NOT_FOUND']);
+  if (hasBody) {
+    add(['PAYLOAD_TOO_LARGE']);
+    add(['UNSUPPORTED_MEDIA_TYPE']);
+  }
+  add(['INTERNAL_ERROR']);
+  add(['SERVICE_UNAVAILABLE']);
+  for (const [code, reason] of Object.entries(meta.errors ?? {}) as [ErrorCode, string][])
+    add([code], reason);
   const extra = meta.openapi?.errorResponses;
-  return extra && !Array.isArray(extra) ? extra[status] : undefined;
+  const extraStatuses = Array.isArray(extra) ? extra : Object.keys(extra ?? {}).map(Number);
+  for (const status of extraStatuses) {
+    const reason = extra && !Array.isArray(extra) ? extra[status] : undefined;
+    add(codesOfStatus(status), reason, status);
+  }
+  return new Map([...out.entries()].sort(([a], [b]) => a - b));
+}
+
+/**
+ * Name of a shared error response: the status's name, or its codes when they are not all of the status's; with
+ * `Authenticated` before it for the variant with the rate-limit headers.
+ */
+function errorResponseName(status: number, codes: readonly ErrorCode[], rateLimited: boolean): string {
+  const all = codesOfStatus(status);
+  const pascal = (code: string) =>
+    code
+      .toLowerCase()
+      .split('_')
+      .map((w) => w[0]!.toUpperCase() + w.slice(1))
+      .join('');
+  const base = ERROR_RESPONSES[status]?.name ?? `Status${status}`;
+  const name =
+    codes.length === all.length && codes.every((c) => all.includes(c)) ? base : codes.map(pascal).join('Or');
+  return rateLimited ? `Authenticated${name}` : name;
 }
 
 /** `vpn.connections.list` → `vpnConnectionsList`. */
@@ -311,6 +381,7 @@ function pruneUnusedComponents(doc: OpenAPIObject): void {
     }
   };
   visit(doc.paths);
+  visit((doc as unknown as Json).webhooks);
   for (const kind of kinds) {
     const group = components[kind];
     if (!group) continue;
@@ -318,11 +389,116 @@ function pruneUnusedComponents(doc: OpenAPIObject): void {
   }
 }
 
+/** `user.created` → `UserCreatedEvent`: the component schema of an event's body. */
+function eventSchemaName(type: string): string {
+  return `${type
+    .split('.')
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('')}Event`;
+}
+
+/** The event body of conventions §8 (README, "Webhooks"), with this event's `data.object`: the resource's API view. */
+function eventEnvelope(def: AnyEventDefinition): z.ZodType {
+  return z
+    .object({
+      id: z.string().describe('Event id, `evt_…`: the same on every retry of the delivery'),
+      type: z.literal(def.type).describe('The event type'),
+      created_at: z.string().describe('When the event happened (ISO 8601 UTC, milliseconds)'),
+      organization_id: z.string().describe('The organization the event is delivered to, `org_…`'),
+      data: z
+        .object({ object: def.schema.describe('The resource as the API shows it') })
+        .describe('What the event is about'),
+    })
+    .describe(`The body of a \`${def.type}\` delivery: ${def.description}`);
+}
+
+/** Headers of every delivery (README, "Webhooks"), as parameters of the webhooks' operations. */
+const DELIVERY_HEADERS: Record<
+  string,
+  { name: string; description: string; schema: Json; example?: string }
+> = {
+  VpnSignature: {
+    name: 'X-VPN-Signature',
+    description:
+      '`sha256=` and the lowercase hex HMAC-SHA256 of the exact body bytes, keyed by the whole secret string ' +
+      '(`whsec_…`). Compare in constant time before trusting the body.',
+    schema: { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' },
+  },
+  VpnEvent: {
+    name: 'X-VPN-Event',
+    description: 'The event type (`type` of the body)',
+    schema: { type: 'string' },
+  },
+  VpnDelivery: {
+    name: 'X-VPN-Delivery',
+    description: 'The delivery id, `del_…` (`GET /webhooks/{id}/deliveries`)',
+    schema: { type: 'string' },
+  },
+  VpnDeliveryAttempt: {
+    name: 'X-VPN-Delivery-Attempt',
+    description: 'Which attempt of the delivery this is, from 1',
+    schema: { type: 'integer', minimum: 1 },
+  },
+  WebhookId: {
+    name: 'webhook-id',
+    description:
+      'Standard Webhooks message id: the event id (`evt_…`), the same on every retry; use it to deduplicate',
+    schema: { type: 'string' },
+  },
+  WebhookTimestamp: {
+    name: 'webhook-timestamp',
+    description: 'Standard Webhooks: Unix seconds of this attempt; reject old ones to refuse replays',
+    schema: { type: 'integer' },
+  },
+  WebhookSignature: {
+    name: 'webhook-signature',
+    description:
+      'Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed by ' +
+      'the base64-decoded bytes after `whsec_`',
+    schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/=]+$' },
+  },
+};
+
+/** The OpenAPI 3.1 `webhooks`: one operation per event type, what the platform POSTs to a subscribed endpoint. */
+function webhooksSection(events: readonly AnyEventDefinition[]): Json {
+  const out: Json = {};
+  for (const def of [...events].sort((a, b) => a.type.localeCompare(b.type))) {
+    out[def.type] = {
+      post: {
+        operationId: `on${eventSchemaName(def.type)}`,
+        summary: `\`${def.type}\` event`,
+        description:
+          `${def.description} Sent to every active webhook subscribed to \`${def.type}\`, as a JSON \`POST\` ` +
+          'signed with the webhook’s secret, at least once: retried on failure with the same event id and bytes.',
+        tags: ['Webhooks'],
+        security: [],
+        parameters: Object.keys(DELIVERY_HEADERS).map((name) => ({
+          $ref: `#/components/parameters/${name}`,
+        })),
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': { schema: { $ref: `#/components/schemas/${eventSchemaName(def.type)}` } },
+          },
+        },
+        responses: {
+          '200': { description: 'Any 2xx answered within 10 s acknowledges the delivery' },
+          '410': { description: 'Gone: the webhook is disabled and receives nothing more' },
+          default: { description: 'Anything else, or no answer within 10 s: the delivery is retried later' },
+        },
+      },
+    };
+  }
+  return out;
+}
+
 export interface OpenApiOptions {
   /** Where the API is reached (`PUBLIC_BASE_URL`); without it the server URL is the relative `/v1`. */
   publicBaseUrl?: string;
   /** The router to document (tests pass their own). */
   router?: AnyTRPCRouter;
+  /** The events documented as `webhooks` (the modules' catalogue unless given). */
+  events?: readonly AnyEventDefinition[];
 }
 
 /**
@@ -332,7 +508,10 @@ export interface OpenApiOptions {
  */
 export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
   const router = opts.router ?? appRouter;
+  const events = opts.events ?? modules.flatMap((m) => m.events ?? []);
   const doc = generateOpenApiDocument(router as never, {
+    contact: apiContact(opts.publicBaseUrl),
+    defs: Object.fromEntries(events.map((e) => [eventSchemaName(e.type), eventEnvelope(e)])),
     title: API_TITLE,
     version: API_VERSION,
     description: API_DESCRIPTION,
@@ -342,20 +521,30 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
         type: 'http',
         scheme: 'bearer',
         bearerFormat: 'JWT',
-        description: 'Access token from `POST /auth/login`, `/auth/register` or `/auth/refresh`',
+        description:
+          'Access token from `POST /auth/login`, `/auth/register` or `/auth/refresh`: a JWT signed with HS256 only ' +
+          '(the algorithm is fixed, never read from the token), with `exp`, checked on every request, as RFC8725 ' +
+          '(JSON Web Token Best Current Practices) asks.',
       },
     },
   });
-  if (doc.servers?.[0]) doc.servers[0].description = 'This API';
+  if (doc.servers?.[0]) {
+    doc.servers[0].description =
+      'This API, in the environment that serves this document (production or other)';
+    // Public: third parties call it (OWASP API9, inventory).
+    (doc.servers[0] as unknown as Json)['x-internal'] = false;
+  }
   doc.security = [{ [SECURITY_SCHEME]: [] }];
 
   const components = (doc.components ??= {});
   components.schemas = { ...(components.schemas ?? {}), Error: structuredClone(ERROR_SCHEMA) };
   components.headers = structuredClone(HEADERS);
+  components.parameters = Object.fromEntries(
+    Object.entries(DELIVERY_HEADERS).map(([key, h]) => [key, { in: 'header', required: true, ...h }]),
+  ) as never;
+  if (events.length > 0) (doc as unknown as Json).webhooks = webhooksSection(events);
+  // Shared error responses, added as operations use them (one per status, codes and rate-limit headers).
   const responses: Json = {};
-  for (const status of Object.keys(ERROR_RESPONSES).map(Number)) {
-    responses[ERROR_RESPONSES[status]!.name] = errorResponse(status);
-  }
   components.responses = responses as never;
 
   const byOperation = new Map<string, { meta: Meta; path: string }>();
@@ -421,11 +610,22 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       const newResponses: Record<string, Json> = {
         [String(status)]: { description: successDescription, headers: successHeaders, content },
       };
-      for (const code of errorStatusesFor(meta, method, op)) {
-        const custom = extraDescription(meta, code);
-        const known = ERROR_RESPONSES[code];
-        newResponses[String(code)] =
-          known && !custom ? { $ref: `#/components/responses/${known.name}` } : errorResponse(code, custom);
+      // Whether the procedure reads input is decided as the /v1 adapter decides it.
+      const takesInput = procedureTakesInput(procedures[found.path]!);
+      for (const [code, declared] of declaredErrors(meta, method, op, takesInput)) {
+        const rateLimited = !isPublic;
+        if (declared.reasons.length > 0) {
+          const description = declared.reasons.join('; ');
+          newResponses[String(code)] = errorResponse(code, {
+            description,
+            codes: declared.codes,
+            rateLimited,
+          });
+          continue;
+        }
+        const name = errorResponseName(code, declared.codes, rateLimited);
+        responses[name] ??= errorResponse(code, { codes: declared.codes, rateLimited });
+        newResponses[String(code)] = { $ref: `#/components/responses/${name}` };
       }
       op.responses = newResponses;
     }

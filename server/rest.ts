@@ -79,6 +79,18 @@ function unwrap(schema: unknown): ZodDef | undefined {
 
 const VOID_LIKE = new Set(['void', 'undefined', 'never']);
 
+/** The procedure's input schema, unwrapped; undefined when it takes none. */
+function inputOf(proc: AnyTRPCProcedure): ZodDef | undefined {
+  const inputs = (proc._def as { inputs?: unknown[] }).inputs ?? [];
+  return inputs.length > 0 ? unwrap(inputs[inputs.length - 1]) : undefined;
+}
+
+/** Whether `/v1` hands the procedure an input (false for void-like input schemas); the OpenAPI document's 400s. */
+export function procedureTakesInput(proc: AnyTRPCProcedure): boolean {
+  const input = inputOf(proc);
+  return input !== undefined && !VOID_LIKE.has(input.type ?? '');
+}
+
 /** The `/v1` routes of `router`: one per procedure whose meta has `openapi`. */
 export function restRoutes(router: AnyTRPCRouter): RestRoute[] {
   const procedures = router._def.procedures as Record<string, AnyTRPCProcedure>;
@@ -89,8 +101,7 @@ export function restRoutes(router: AnyTRPCRouter): RestRoute[] {
     if (!openapi || (openapi as { enabled?: boolean }).enabled === false) continue;
     const type = proc._def.type;
     if (type !== 'query' && type !== 'mutation') continue;
-    const inputs = (proc._def as { inputs?: unknown[] }).inputs ?? [];
-    const input = inputs.length > 0 ? unwrap(inputs[inputs.length - 1]) : undefined;
+    const input = inputOf(proc);
     const arrayFields = new Set<string>();
     for (const [name, field] of Object.entries(input?.shape ?? {})) {
       if (unwrap(field)?.type === 'array') arrayFields.add(name);
@@ -102,7 +113,7 @@ export function restRoutes(router: AnyTRPCRouter): RestRoute[] {
       method,
       openapiPath: openapi.path,
       params: [...openapi.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!),
-      takesInput: input !== undefined && !VOID_LIKE.has(input.type ?? ''),
+      takesInput: procedureTakesInput(proc),
       source:
         method === 'POST' ||
         method === 'PUT' ||

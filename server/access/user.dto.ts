@@ -3,6 +3,7 @@ import {
   effectivePermissionList,
   OBJECT_FORM_LEVELS,
   OBJECT_FORM_RESOURCES,
+  PERMISSIONS,
   type PermissionObject,
 } from './permissions.js';
 import type { Em } from '../db/orm.js';
@@ -25,7 +26,7 @@ const summaryShape = {
     .describe('`invited` until the invitation is accepted, then `active`; `suspended` users cannot sign in'),
   organization_id: z.string().describe('Organization id, `org_…`'),
   permissions: z
-    .array(z.string())
+    .array(z.enum(PERMISSIONS))
     .describe(
       'Effective permissions, `<resource>:<level>`; a `<resource>:admin` grant is listed with the read, write and ' +
         'delete levels it implies. The owner holds every permission.',

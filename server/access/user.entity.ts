@@ -3,6 +3,8 @@ import { BaseSchema } from '../db/base.entity.js';
 import { Organization } from './organization.entity.js';
 
 export const ROLES = ['owner', 'admin', 'member'] as const;
+/** The roles `POST /users` and `PUT /users/:id` may give: one owner per organization, made at registration. */
+export const ASSIGNABLE_ROLES = ['admin', 'member'] as const;
 export type Role = (typeof ROLES)[number];
 export const USER_STATUSES = ['invited', 'active', 'suspended'] as const;
 export type UserStatus = (typeof USER_STATUSES)[number];

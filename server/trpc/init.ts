@@ -41,6 +41,17 @@ export interface AppMeta {
    * a password never goes in a URL). The OpenAPI document shows it as a request body.
    */
   deleteWithBody?: true;
+  /**
+   * The error codes the base procedure answers whatever the procedure does (token, burst and quota, permission,
+   * the HTTPS rule), set by the base procedures of server/trpc/procedures.ts. The OpenAPI document declares them.
+   */
+  baseErrors?: readonly ErrorCode[];
+  /**
+   * The error codes the procedure's own service answers (beyond invalid input, an unknown path id and the base
+   * procedure's), each with when. The OpenAPI document declares their statuses and codes from this, and the contract
+   * test (tests/support/contract.ts) fails any test that sees an undeclared status.
+   */
+  errors?: Partial<Record<ErrorCode, string>>;
 }
 export type Meta = OpenApiMeta<AppMeta>;
 

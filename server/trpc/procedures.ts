@@ -2,7 +2,7 @@ import { loadActorForClaims, verifyBearer, type Actor } from '../access/actor.js
 import { rateLimitHeaders, rateLimitedError } from '../access/api-usage.js';
 import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
-import { AppError } from '../lib/errors.js';
+import { AppError, type ErrorCode } from '../lib/errors.js';
 import { audited, openAuditScope, settleAuditOf } from './audit.js';
 import type { Context } from './context.js';
 import {
@@ -13,8 +13,17 @@ import {
   rethrowAsTRPCError,
 } from './init.js';
 
+/** What every authenticated call may be answered: bad or expired token, burst limit or monthly quota, not allowed. */
+const AUTHENTICATED_ERRORS: readonly ErrorCode[] = [
+  'UNAUTHORIZED',
+  'TOKEN_EXPIRED',
+  'FORBIDDEN',
+  'RATE_LIMITED',
+  'QUOTA_EXCEEDED',
+];
+
 /** Anyone may call. Errors are converted to the one envelope here; unacceptable input is refused (init.ts). */
-export const publicProcedure = baseProcedure.use(errorMiddleware).meta({ auth: 'public' });
+export const publicProcedure = baseProcedure.use(errorMiddleware).meta({ auth: 'public', baseErrors: [] });
 
 /**
  * `/auth/*` endpoints anyone may call: refused over plain HTTP (the HTTPS rule, README "Errors"), then as publicProcedure,
@@ -42,7 +51,7 @@ export const authEndpointProcedure = baseProcedure
       return result;
     }),
   )
-  .meta({ auth: 'public' });
+  .meta({ auth: 'public', baseErrors: ['HTTPS_REQUIRED'] });
 
 /**
  * Token → burst limit (memory, before any query) → user, organization and session (one query) → monthly quota.
@@ -122,18 +131,20 @@ function authenticated(opts: { httpsOnly: boolean } & Requirement) {
 }
 
 /** A signed-in, active user of an organization: `ctx.actor` is set. */
-export const authedProcedure = baseProcedure.use(authenticated({ httpsOnly: false })).meta({ auth: 'user' });
+export const authedProcedure = baseProcedure
+  .use(authenticated({ httpsOnly: false }))
+  .meta({ auth: 'user', baseErrors: AUTHENTICATED_ERRORS });
 
 /** `/auth/me`, `/auth/logout`: HTTPS rule first, then a valid token. */
 export const authedAuthEndpointProcedure = baseProcedure
   .use(authenticated({ httpsOnly: true }))
-  .meta({ auth: 'user' });
+  .meta({ auth: 'user', baseErrors: [...AUTHENTICATED_ERRORS, 'HTTPS_REQUIRED'] });
 
 /** Authed, and the caller holds `permission` (role defaults plus grants; `admin` implies the other levels). */
 export function requirePermission(permission: Permission) {
   return baseProcedure
     .use(authenticated({ httpsOnly: false, permission }))
-    .meta({ auth: 'permission', permission });
+    .meta({ auth: 'permission', permission, baseErrors: AUTHENTICATED_ERRORS });
 }
 
 /**
@@ -141,5 +152,7 @@ export function requirePermission(permission: Permission) {
  * resources are fixed by the contract): webhooks are owner/admin only (docs/users-and-permissions.md).
  */
 export function requireRole(...roles: Role[]) {
-  return baseProcedure.use(authenticated({ httpsOnly: false, roles })).meta({ auth: 'role', roles });
+  return baseProcedure
+    .use(authenticated({ httpsOnly: false, roles }))
+    .meta({ auth: 'role', roles, baseErrors: AUTHENTICATED_ERRORS });
 }

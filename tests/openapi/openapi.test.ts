@@ -7,6 +7,7 @@ import type { AnyTRPCProcedure } from '@trpc/server';
 import { expect } from 'chai';
 import { z } from 'zod';
 import { buildOpenApiDocument } from '../../server/openapi.js';
+import { EVENT_TYPES } from '../../server/events/event-types.js';
 import { appRouter } from '../../server/router.js';
 import { router, type Meta } from '../../server/trpc/init.js';
 import { authedProcedure, publicProcedure, requirePermission } from '../../server/trpc/procedures.js';
@@ -44,7 +45,9 @@ describe('OpenAPI document', () => {
   it('is an OpenAPI 3.1 document with the /v1 server and bearer security', () => {
     expect(doc.openapi).to.equal('3.1.0');
     expect(doc.info.title).to.be.a('string').and.not.empty;
-    expect(doc.servers).to.deep.equal([{ url: 'https://api.test/v1', description: 'This API' }]);
+    expect(doc.servers).to.have.length(1);
+    expect(doc.servers[0]).to.include({ url: 'https://api.test/v1', 'x-internal': false });
+    expect(doc.info.contact).to.deep.equal({ name: 'Cloud Platform API team', url: 'https://api.test/docs' });
     expect(doc.components.securitySchemes.bearerAuth).to.include({ type: 'http', scheme: 'bearer' });
     expect(doc.security).to.deep.equal([{ bearerAuth: [] }]);
   });
@@ -58,6 +61,7 @@ describe('OpenAPI document', () => {
       const op = doc.paths[path]?.[meta!.openapi!.method.toLowerCase()];
       expect(op, `${name}: ${meta!.openapi!.method} ${path}`).to.be.an('object');
       expect(op.summary, `${name} summary`).to.be.a('string').and.not.empty;
+      expect(op.description, `${name} description`).to.be.a('string').and.not.empty;
       expect(op.tags, `${name} tags`).to.be.an('array').that.is.not.empty;
       expect(op.operationId).to.match(/^[A-Za-z][A-Za-z0-9]*$/);
       expect(ids.has(op.operationId), `duplicate operationId ${op.operationId}`).to.equal(false);
@@ -115,9 +119,127 @@ describe('OpenAPI document', () => {
       } else {
         expect(op.security, name).to.deep.equal([{ bearerAuth: [] }]);
         expect(op.responses, name).to.include.keys('401', '429');
-        expect(success.headers).to.include.keys('RateLimit', 'RateLimit-Policy');
+        // Every answer to a token carries the burst headers, errors included.
+        for (const [status, response] of Object.entries(op.responses as Json)) {
+          expect(deref(doc, response).headers, `${name} ${status}`).to.include.keys(
+            'RateLimit',
+            'RateLimit-Policy',
+          );
+        }
       }
     }
+  });
+
+  it('declares the errors each service answers, with their codes', () => {
+    const expectations: [string, string, string, string][] = [
+      ['post', '/auth/login', '401', 'INVALID_CREDENTIALS'],
+      ['post', '/auth/login', '429', 'TOO_MANY_LOGIN_ATTEMPTS'],
+      ['post', '/auth/refresh', '401', 'INVALID_CREDENTIALS'],
+      ['post', '/auth/invitations/accept', '401', 'INVALID_CREDENTIALS'],
+      ['post', '/auth/register', '409', 'CONFLICT'],
+      ['post', '/users', '409', 'CONFLICT'],
+      ['put', '/users/{id}', '409', 'CONFLICT'],
+      ['post', '/auth/2fa/verify', '401', 'INVALID_CREDENTIALS'],
+    ];
+    for (const [method, path, status, code] of expectations) {
+      const response = deref(doc, doc.paths[path][method].responses[status]);
+      expect(response, `${method} ${path} ${status}`).to.be.an('object');
+      expect(response.description).to.include(`\`${code}\``);
+    }
+    // The 401 of a public operation lists its own code, not the token codes it cannot answer.
+    expect(deref(doc, doc.paths['/auth/login'].post.responses['401']).description).not.to.include(
+      'TOKEN_EXPIRED',
+    );
+    expect(deref(doc, doc.paths['/auth/login'].post.responses['429']).headers['Retry-After']).to.be.an(
+      'object',
+    );
+  });
+
+  it('states the password rule (8 to 72 bytes) wherever a new password is taken', () => {
+    for (const path of ['/auth/register', '/auth/invitations/accept']) {
+      const password =
+        doc.paths[path].post.requestBody.content['application/json'].schema.properties.password;
+      // Characters: a UTF-8 character takes 1 to 4 bytes, so 8 to 72 bytes is 2 to 72 characters.
+      expect(password, path).to.include({ type: 'string', minLength: 2, maxLength: 72 });
+      expect(password.description, path).to.match(/8 to 72 bytes of UTF-8/);
+    }
+    const login =
+      doc.paths['/auth/login'].post.requestBody.content['application/json'].schema.properties.password;
+    expect(login).to.include({ minLength: 1, maxLength: 72 });
+  });
+
+  it('offers only the roles POST /users and PUT /users/{id} may give', () => {
+    for (const [method, path] of [
+      ['post', '/users'],
+      ['put', '/users/{id}'],
+    ] as const) {
+      const role = doc.paths[path][method].requestBody.content['application/json'].schema.properties.role;
+      expect(role.enum, `${method} ${path}`).to.deep.equal(['admin', 'member']);
+    }
+  });
+
+  it('declares webhook URLs as URIs and bounds every path id', () => {
+    const body = (path: string, method: string) =>
+      doc.paths[path][method].requestBody.content['application/json'].schema.properties;
+    expect(body('/webhooks', 'post').url).to.include({ format: 'uri', maxLength: 2048 });
+    expect(body('/webhooks/{id}', 'put').url).to.include({ format: 'uri' });
+    expect(doc.components.schemas.WebhookDetail.properties.url).to.include({ format: 'uri' });
+    for (const { path, method, op } of operations(doc)) {
+      for (const param of (op.parameters ?? []) as Json[]) {
+        if (param.in !== 'path') continue;
+        expect(param.schema, `${method} ${path} ${param.name}`).to.include({ minLength: 1, maxLength: 64 });
+      }
+    }
+  });
+
+  it('answers with the same enums it takes: webhook events, user permissions, delivery event types', () => {
+    const requestBody = (path: string, method: string) =>
+      doc.paths[path][method].requestBody.content['application/json'].schema.properties;
+    const events = requestBody('/webhooks', 'post').events.items.enum;
+    expect(doc.components.schemas.WebhookDetail.properties.events.items.enum).to.deep.equal(events);
+    expect(doc.components.schemas.WebhookSummary.properties.events.items.enum).to.deep.equal(events);
+    const permissions = requestBody('/users/{id}', 'put').permissions.items.enum;
+    expect(doc.components.schemas.UserOutput.properties.permissions.items.enum).to.deep.equal(permissions);
+    expect(doc.components.schemas.UserSummaryOutput.properties.permissions.items.enum).to.deep.equal(
+      permissions,
+    );
+    const eventType = requestBody('/webhooks/{id}/test', 'post').event_type.enum;
+    expect(doc.components.schemas.WebhookDelivery.properties.event_type.enum).to.deep.equal(eventType);
+  });
+
+  it('describes every event of the catalogue as an OpenAPI webhook: the envelope, its data.object and the signature headers', () => {
+    expect(Object.keys(doc.webhooks).sort()).to.deep.equal([...EVENT_TYPES].sort());
+    for (const type of EVENT_TYPES) {
+      const op = doc.webhooks[type].post;
+      expect(op.description, type).to.be.a('string').and.not.empty;
+      const envelope = deref(doc, op.requestBody.content['application/json'].schema);
+      expect(envelope.required, type).to.have.members([
+        'id',
+        'type',
+        'created_at',
+        'organization_id',
+        'data',
+      ]);
+      expect(envelope.properties.type.const).to.equal(type);
+      expect(envelope.properties.data.required).to.deep.equal(['object']);
+      const headers = (op.parameters as Json[]).map((p) => deref(doc, p)).map((p) => `${p.in}:${p.name}`);
+      expect(headers).to.include.members([
+        'header:X-VPN-Signature',
+        'header:X-VPN-Event',
+        'header:X-VPN-Delivery',
+        'header:webhook-id',
+        'header:webhook-timestamp',
+        'header:webhook-signature',
+      ]);
+    }
+    // data.object is the resource's API view: the same component as the REST answer.
+    const objectRef = (type: string) =>
+      deref(doc, doc.webhooks[type].post.requestBody.content['application/json'].schema).properties.data
+        .properties.object.$ref;
+    const userView =
+      doc.paths['/users/{id}'].get.responses['200'].content['application/json'].schema.properties.user;
+    expect(objectRef('user.created')).to.equal(userView.$ref);
+    expect(objectRef('user.updated')).to.equal(userView.$ref);
   });
 
   it('declares every tag it uses, with a description', () => {

@@ -8,6 +8,7 @@ import { createInProcessContext } from '../../server/trpc/context.js';
 import { appRouter } from '../../server/router.js';
 import type { Clock } from '../../server/lib/time.js';
 import type { MailDriver } from '../../server/mail/mail-driver.js';
+import { contractObserver } from './contract.js';
 import { testConfig } from './env.js';
 
 export interface TestServer {
@@ -44,7 +45,7 @@ export async function startTestServer(
     mail: opts.mail,
     startJobs: opts.startJobs,
   });
-  const app = await buildApp(deps);
+  const app = await buildApp(deps, { observeResponse: contractObserver });
   await app.listen({ port: 0, host: opts.host ?? '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

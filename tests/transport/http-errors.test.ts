@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, MAX_PATH_PARAM_LENGTH, REQUEST_TIMEOUT_MS } from '../../server/app.js';
 import { startServices, stopServices } from '../../server/services.js';
 import type { AppDeps } from '../../server/kit/deps.js';
+import { contractObserver } from '../support/contract.js';
 import { testConfig } from '../support/env.js';
 import { createOrg, type TestUser } from '../support/factories.js';
 import { sharedServer, type TestServer } from '../support/server.js';
@@ -171,7 +172,7 @@ describe('request timeout and draining', () => {
       pgliteDataDir: config.databaseUrl ? undefined : 'memory://',
       startJobs: false,
     });
-    app = await buildApp(deps, { requestTimeoutMs: TIMEOUT_MS });
+    app = await buildApp(deps, { requestTimeoutMs: TIMEOUT_MS, observeResponse: contractObserver });
     await app.listen({ port: 0, host: '127.0.0.1' });
     port = (app.server.address() as { port: number }).port;
   });

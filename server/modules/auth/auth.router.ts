@@ -32,8 +32,16 @@ export const authRouter = router({
         summary: 'Log in with email and password',
         description:
           'Answers the token pair and the user. For a user with two-factor sign-in on, answers instead ' +
-          '`{two_factor_required: true, challenge_token, expires_in}`: complete it with `POST /auth/2fa/verify`.',
+          '`{two_factor_required: true, challenge_token, expires_in}`: complete it with `POST /auth/2fa/verify`. ' +
+          'A wrong email or password is 401 `INVALID_CREDENTIALS`; after 10 failures for one email and address ' +
+          'within 15 minutes, attempts are refused for 15 minutes with 429 `TOO_MANY_LOGIN_ATTEMPTS` and ' +
+          '`Retry-After`.',
         protect: false,
+      },
+      errors: {
+        INVALID_CREDENTIALS: 'Wrong email or password',
+        TOO_MANY_LOGIN_ATTEMPTS:
+          'Too many failed attempts for this email from this address; see `Retry-After`',
       },
     })
     .input(ZLoginInput)
@@ -48,8 +56,13 @@ export const authRouter = router({
         tags,
         summary: 'Create an organization and its owner',
         description:
-          'Creates an organization on the `starter` plan with the caller as its owner, and logs in.',
+          'Creates an organization on the `starter` plan with the caller as its owner, and logs in. An email ' +
+          'already used by a user → 409 `CONFLICT`; on a server with sign-up disabled → 403 `FORBIDDEN`.',
         protect: false,
+      },
+      errors: {
+        CONFLICT: 'A user with this email already exists',
+        FORBIDDEN: 'Sign-up is disabled on this server',
       },
       successStatus: 201,
       location: '/users/{user.id}',
@@ -66,9 +79,10 @@ export const authRouter = router({
         tags,
         summary: 'Exchange a refresh token for a new token pair',
         description:
-          'Refresh tokens rotate on every use. Presenting one that was already used (a second, concurrent use included: exactly one of them wins) revokes every token of its login session.',
+          'Refresh tokens rotate on every use. Presenting one that was already used (a second, concurrent use included: exactly one of them wins) revokes every token of its login session. An unknown, used, revoked or expired refresh token → 401 `INVALID_CREDENTIALS`.',
         protect: false,
       },
+      errors: { INVALID_CREDENTIALS: 'Unknown, already used, revoked or expired refresh token' },
     })
     .input(ZRefreshInput)
     .output(ZRefreshOutput)
@@ -81,6 +95,9 @@ export const authRouter = router({
         path: '/auth/logout',
         tags,
         summary: 'Revoke the current access token and its refresh token',
+        description:
+          'Ends the login session of the access token sent: it and its refresh token stop working at once. Other ' +
+          'sessions of the user are not affected. The body may be empty or `{}`.',
       },
     })
     .input(ZEmptyInput)
@@ -88,7 +105,17 @@ export const authRouter = router({
     .mutation(({ ctx }) => auth.logout(ctx)),
 
   me: authedAuthEndpointProcedure
-    .meta({ openapi: { method: 'GET', path: '/auth/me', tags, summary: 'The authenticated user' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/auth/me',
+        tags,
+        summary: 'The authenticated user',
+        description:
+          'The user the access token belongs to, with their organization, role and effective permissions (the ' +
+          'role’s defaults plus their grants).',
+      },
+    })
     .input(ZNoQuery.optional())
     .output(ZMeOutput)
     .query(({ ctx }) => auth.me(ctx)),
@@ -142,6 +169,10 @@ export const authRouter = router({
             '`INVALID_CREDENTIALS` and counts towards the login throttle. Emits `user.updated`.',
           errorResponses: { 409: 'Two-factor sign-in is not enabled' },
         },
+        errors: {
+          INVALID_CREDENTIALS: 'Wrong password or code',
+          TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
+        },
       })
       .input(ZTwoFactorDisableInput)
       .output(ZTwoFactorDisableOutput)
@@ -161,6 +192,10 @@ export const authRouter = router({
             '`INVALID_CREDENTIALS`; five wrong codes void the challenge (sign in again); the challenge expires ' +
             'after 5 minutes.',
           protect: false,
+        },
+        errors: {
+          INVALID_CREDENTIALS: 'Wrong code, or an unknown, expired or voided challenge',
+          TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
         },
       })
       .input(ZTwoFactorVerifyInput)

@@ -104,6 +104,9 @@ const paymentMethodsRouter = router({
         path: '/billing/payment-methods',
         tags,
         summary: "The organization's payment methods",
+        description:
+          'Every card of the organization (brand, last four digits, expiry), the default one first. Card numbers ' +
+          'are never stored or shown.',
       },
     })
     .input(ZNoBillingQuery)
@@ -136,6 +139,8 @@ const paymentMethodsRouter = router({
         path: '/billing/payment-methods/{id}',
         tags,
         summary: 'Remove a payment method',
+        description:
+          'Removes a card. The default card can only go when it is the last one and the subscription is canceled.',
         errorResponses: {
           409: 'The default payment method while others exist or the subscription is not canceled',
         },
@@ -163,7 +168,15 @@ const invoicesRouter = router({
 
   get: requirePermission('billing:read')
     .meta({
-      openapi: { method: 'GET', path: '/billing/invoices/{id}', tags, summary: 'An invoice (detail view)' },
+      openapi: {
+        method: 'GET',
+        path: '/billing/invoices/{id}',
+        tags,
+        summary: 'An invoice (detail view)',
+        description:
+          'An invoice of the organization with its line items, totals and status, and signed links to its HTML ' +
+          'page and PDF (`hosted_invoice_url`, `pdf_url`).',
+      },
     })
     .input(ZInvoiceIdInput)
     .output(ZInvoiceOutput)

@@ -166,6 +166,9 @@ const deploymentProcedures = router({
         path: '/hosting/sites/{id}/deployments/{deployment_id}',
         tags,
         summary: 'A deployment',
+        description:
+          'One deployment of the site: its status, branch, commit, timings and `duration`. Its build log is at ' +
+          '`GET /hosting/sites/{id}/deployments/{deployment_id}/logs`.',
       },
     })
     .input(ZDeploymentIdInput)

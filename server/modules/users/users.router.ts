@@ -44,8 +44,10 @@ export const usersRouter = router({
         description:
           'Owner and admin (`users:write`). Creates the user with status `invited` and an invitation valid for 7 ' +
           'days: sent by mail, or returned as `invitation_url` with `send_invitation: false`. Only the owner may ' +
-          'invite an admin. The user starts with the role’s default permissions plus `permissions`.',
+          'invite an admin. The user starts with the role’s default permissions plus `permissions`. An email ' +
+          'already used by a user of any organization → 409 `CONFLICT`.',
       },
+      errors: { CONFLICT: 'A user with this email already exists' },
       successStatus: 201,
       location: '/users/{user.id}',
     })
@@ -78,8 +80,10 @@ export const usersRouter = router({
           'Anyone may change their own `name` and `profile`, and nothing else of themselves. Owner and admin ' +
           '(`users:write`) change `name`, `profile`, `role`, `permissions` and `status` of members; only the owner ' +
           'grants, changes or revokes `admin`; the owner’s role and status cannot be changed here. Role changes ' +
-          'and suspensions apply from the user’s next request.',
+          'and suspensions apply from the user’s next request. Changing the `status` of a user who has not ' +
+          'accepted their invitation yet → 409 `CONFLICT`.',
       },
+      errors: { CONFLICT: 'The user has not accepted the invitation yet (a `status` change)' },
     })
     .input(ZUpdateUserInput)
     .output(ZUserOutput)
@@ -149,6 +153,7 @@ export const usersRouter = router({
           '`POST /auth/login`.',
         protect: false,
       },
+      errors: { INVALID_CREDENTIALS: 'Unknown, already used or expired invitation token' },
     })
     .input(ZAcceptInvitationInput)
     .output(ZAcceptInvitationOutput)

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { OBJECT_FORM_LEVELS, OBJECT_FORM_RESOURCES, PERMISSIONS } from '../../access/permissions.js';
-import { ROLES, USER_STATUSES } from '../../access/user.entity.js';
+import { ASSIGNABLE_ROLES, ROLES, USER_STATUSES } from '../../access/user.entity.js';
 import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
 import { ZEmail, ZNewPassword, zPathId } from '../../lib/schema.js';
 import { ZPermissionObject, ZUserDetail, ZUserSummary } from '../../access/user.dto.js';
@@ -101,7 +101,7 @@ export const ZCreateUserInput = z.strictObject({
     .optional()
     .describe('Display name; defaults to the part of the email before `@`'),
   role: z
-    .enum(ROLES)
+    .enum(ASSIGNABLE_ROLES)
     .default('member')
     .describe('`member` (default) or `admin`; only the owner may create an admin'),
   permissions: ZPermissionList.default([]).describe(
@@ -136,7 +136,7 @@ export const ZUpdateUserInput = z.strictObject({
   id: ZUserId,
   name: z.string().trim().min(1).max(200).optional(),
   role: z
-    .enum(ROLES)
+    .enum(ASSIGNABLE_ROLES)
     .optional()
     .describe(
       'Owner only for granting or revoking `admin`; the owner role cannot be given or taken here. Changing the role ' +

@@ -63,6 +63,9 @@ const connections = router({
         path: '/vpn/connections/{id}',
         tags,
         summary: 'A VPN connection (detail view)',
+        description:
+          'The connection with its server, addresses, status and traffic. The client private key is never shown ' +
+          'again after creation.',
       },
     })
     .input(ZConnectionIdInput)

@@ -10,6 +10,7 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 export const TEST_EVENT_TYPE = 'webhook.test';
 /** What a delivery may carry: every event of the catalogue, and the test event. */
 export const DELIVERY_EVENT_TYPES = [...EVENT_TYPES, TEST_EVENT_TYPE] as const;
+export type DeliveryEventType = (typeof DELIVERY_EVENT_TYPES)[number];
 
 /** Webhooks per organization at most: enough for any integration, bounded fan-out per event. */
 export const MAX_WEBHOOKS_PER_ORGANIZATION = 100;

@@ -1,7 +1,9 @@
+import type { EventType } from '../../events/event-types.js';
 import { iso } from '../../lib/time.js';
 import type { WebhookDelivery } from './webhook-delivery.entity.js';
 import { maskSecret } from './webhook-signing.js';
 import type { Webhook } from './webhook.entity.js';
+import type { DeliveryEventType } from './webhooks.constants.js';
 import type { TDelivery, TWebhookDetail, TWebhookSummary } from './webhooks.schema.js';
 
 /** A webhook's delivery counters, as the stats query returns them. */
@@ -23,7 +25,8 @@ function baseDto(h: Webhook, stats: StatsRow | undefined, secret: 'masked' | 'fu
   return {
     id: h.id,
     url: h.url,
-    events: [...h.events],
+    // Stored as text, written only from the validated enum of the create and update inputs.
+    events: [...h.events] as EventType[],
     status: h.status,
     active: h.status === 'active',
     description: h.description ?? null,
@@ -70,7 +73,7 @@ export function toDeliveryDto(d: WebhookDelivery): TDelivery {
     id: d.id,
     webhook_id: d.webhook.id,
     event_id: d.eventId,
-    event_type: d.eventType,
+    event_type: d.eventType as DeliveryEventType,
     status: d.status,
     attempts: d.attempts,
     response_status: d.responseStatus ?? null,

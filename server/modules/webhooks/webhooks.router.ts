@@ -67,6 +67,9 @@ export const webhooksRouter = router({
         path: '/webhooks/{id}',
         tags,
         summary: 'A webhook with its delivery statistics',
+        description:
+          'The webhook (its secret masked, `whsec_****abcd`) with its delivery statistics (successful, failed, ' +
+          'last 30 days) and the time of its last delivery.',
       },
     })
     .input(ZWebhookIdInput)
@@ -96,6 +99,8 @@ export const webhooksRouter = router({
         path: '/webhooks/{id}',
         tags,
         summary: 'Delete a webhook and its delivery history',
+        description:
+          'Nothing more is delivered to it, pending retries included; its deliveries are deleted with it.',
       },
     })
     .input(ZWebhookIdInput)

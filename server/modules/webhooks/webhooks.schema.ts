@@ -18,10 +18,12 @@ const ZUrl = z
   .trim()
   .min(1)
   .max(2048)
-  .describe(
-    'HTTPS endpoint that receives the events. Hosts that are or resolve to loopback, private, link-local, CGNAT, ' +
-      'multicast, reserved or cloud metadata addresses, and URLs with credentials, are refused.',
-  );
+  .meta({
+    format: 'uri',
+    description:
+      'HTTPS endpoint that receives the events. Hosts that are or resolve to loopback, private, link-local, ' +
+      'CGNAT, multicast, reserved or cloud metadata addresses, and URLs with credentials, are refused.',
+  });
 
 const ZEvents = z
   .array(z.enum(EVENT_TYPES))
@@ -116,8 +118,8 @@ const ZNullableTimestamp = z.string().nullable().describe('ISO 8601 UTC with mil
 
 const webhookFields = {
   id: z.string().describe('`wh_…`'),
-  url: z.string(),
-  events: z.array(z.string()).describe('Subscribed event names'),
+  url: z.string().meta({ format: 'uri', description: 'The endpoint that receives the events' }),
+  events: z.array(z.enum(EVENT_TYPES)).describe('Subscribed event names'),
   status: z
     .enum(WEBHOOK_STATUSES)
     .describe(
@@ -183,7 +185,11 @@ export const ZDelivery = z
     id: z.string().describe('`del_…`'),
     webhook_id: z.string(),
     event_id: z.string().describe('`evt_…`: the `id` of the event body, the same on every attempt'),
-    event_type: z.string(),
+    event_type: z
+      .enum(DELIVERY_EVENT_TYPES)
+      .describe(
+        '`type` of the event delivered: an event name, or `webhook.test` (or the one given) for a test',
+      ),
     status: z.enum(DELIVERY_STATUSES).describe('`pending` (attempts remain), `success` or `failed`'),
     attempts: z.number().int().describe('Attempts made so far'),
     response_status: z.number().int().nullable().describe('HTTP status of the latest attempt, or null'),

@@ -6,6 +6,7 @@ import { Event } from '../../../server/events/event.entity.js';
 import type { AppDeps } from '../../../server/kit/deps.js';
 import { sha256Hex } from '../../../server/lib/crypto.js';
 import { startServices, stopServices } from '../../../server/services.js';
+import { contractObserver } from '../../support/contract.js';
 import { testConfig } from '../../support/env.js';
 import { createOrg } from '../../support/factories.js';
 import { http, type HttpResult } from '../../support/http.js';
@@ -38,7 +39,7 @@ describe('Databases: the password is shown once', function () {
       pgliteDataDir: config.databaseUrl ? undefined : 'memory://',
       log: pino({ level: 'trace' }, sink),
     });
-    app = await buildApp(deps);
+    app = await buildApp(deps, { observeResponse: contractObserver });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const address = app.server.address();
     baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
