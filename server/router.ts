@@ -1,3 +1,4 @@
+import { apiKeysRouter } from './modules/api-keys/api-keys.router.js';
 import { auditRouter } from './modules/audit/audit.router.js';
 import { authRouter } from './modules/auth/auth.router.js';
 import { hostingRouter } from './modules/hosting/hosting.router.js';
@@ -18,6 +19,7 @@ export const appRouter = router({
   hosting: hostingRouter,
   audit: auditRouter,
   billing: billingRouter,
+  apiKeys: apiKeysRouter,
 });
 
 export type AppRouter = typeof appRouter;

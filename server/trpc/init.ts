@@ -36,6 +36,12 @@ export interface AppMeta {
    * authentication, permission, scoping and errors as its JSON answer.
    */
   eventStream?: true;
+  /**
+   * How an `Idempotency-Key` is honoured (server/trpc/idempotency.ts): by default the procedure runs in the
+   * transaction that keeps its answer; `after-commit` for procedures that must not hold a transaction across
+   * their work (an outbound HTTP call, a password hash): the answer is kept right after, in its own transaction.
+   */
+  idempotency?: 'after-commit';
 }
 export type Meta = OpenApiMeta<AppMeta>;
 

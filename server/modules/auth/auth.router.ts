@@ -142,6 +142,8 @@ export const authRouter = router({
             '`INVALID_CREDENTIALS` and counts towards the login throttle. Emits `user.updated`.',
           errorResponses: { 409: 'Two-factor sign-in is not enabled' },
         },
+        // The password check (bcrypt) must not hold a transaction open.
+        idempotency: 'after-commit',
       })
       .input(ZTwoFactorDisableInput)
       .output(ZTwoFactorDisableOutput)
