@@ -31,6 +31,7 @@ import { billingSecurityFixtures } from '../modules/billing/billing.security-fix
 import type { TestUser } from './factories.js';
 import { createUser } from './factories.js';
 import type { TestServer } from './server.js';
+import { apiKeysSecurityFixtures } from '../modules/api-keys/api-keys.security-fixtures.js';
 import { hostingSecurityFixtures } from '../modules/hosting/hosting.security-fixtures.js';
 
 export interface FixtureContext {
@@ -90,6 +91,7 @@ export const securityFixtures: Record<string, SecurityFixture> = {
   ...hostingSecurityFixtures,
   ...databasesSecurityFixtures,
   ...billingSecurityFixtures,
+  ...apiKeysSecurityFixtures,
 };
 
 async function otherOrgConnection(s: TestServer, other: TestUser): Promise<string> {
