@@ -76,8 +76,13 @@ async function findRecord(em: Em, organizationId: string, key: string, now: Date
   return rows[0];
 }
 
-/** Keys being run by this process (organization and key). */
-const inFlight = new Set<string>();
+/** Keys being run by each server (organization and key), found from its dependencies. */
+const inFlightOf = new WeakMap<object, Set<string>>();
+function inFlightSet(ctx: Context): Set<string> {
+  let set = inFlightOf.get(ctx.deps);
+  if (!set) inFlightOf.set(ctx.deps, (set = new Set()));
+  return set;
+}
 
 /** The minimal shape of a tRPC middleware result that this module reads and makes. */
 type CallResult = { ok: true; data: unknown } | { ok: false; error: unknown };
@@ -158,6 +163,7 @@ export async function runIdempotent<R extends CallResult>(
   }
   const org = actor.organizationId;
   const slot = `${org}\n${key}`;
+  const inFlight = inFlightSet(ctx);
   if (inFlight.has(slot)) throw inFlightConflict();
   inFlight.add(slot);
   const fingerprint = fingerprintOf(path, rawInput);

@@ -11,11 +11,17 @@ const createKey = (s: TestServer, token: string, body: Record<string, unknown>) 
 async function keyRow(s: TestServer, id: string) {
   const [row] = await s.deps.db.orm.em
     .fork()
-    .execute<{ secret_hash: string; revoked_at: Date | null; last_used_at: Date | null }[]>(
+    .execute<{ secret_hash: string; revoked_at: string | Date | null; last_used_at: string | Date | null }[]>(
       'select secret_hash, revoked_at, last_used_at from api_keys where id = ?',
       [id],
     );
-  return row!;
+  // PGlite gives dates, PostgreSQL's raw rows strings.
+  const date = (v: string | Date | null) => (v === null ? null : new Date(v));
+  return {
+    secret_hash: row!.secret_hash,
+    revoked_at: date(row!.revoked_at),
+    last_used_at: date(row!.last_used_at),
+  };
 }
 
 describe('API keys over HTTP', function () {
