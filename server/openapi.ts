@@ -2,13 +2,16 @@ import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { ERROR_CODES, ERROR_STATUS } from './lib/errors.js';
 import { appRouter } from './router.js';
+import { takesIdempotencyKey } from './trpc/idempotency.js';
 import type { Meta } from './trpc/init.js';
+import { isClosedToApiKeys } from './trpc/procedures.js';
 
 type Json = Record<string, unknown>;
 
 export const API_TITLE = 'Cloud Platform API';
 export const API_VERSION = '1.0.0';
 const SECURITY_SCHEME = 'bearerAuth';
+const API_KEY_SCHEME = 'apiKeyAuth';
 
 const API_DESCRIPTION = `Manage VPN connections, users and permissions, static sites, managed databases, billing and webhooks.
 
@@ -16,6 +19,18 @@ const API_DESCRIPTION = `Manage VPN connections, users and permissions, static s
 Log in with \`POST /auth/login\` (or create an organization with \`POST /auth/register\`) and send the access token as
 \`Authorization: Bearer <token>\`. Access tokens live one hour; \`POST /auth/refresh\` exchanges the single-use
 refresh token for a new pair.
+
+Programs may use an **API key** instead (\`POST /api-keys\`, owners and admins): \`Authorization: Bearer sk_…\`. A key
+acts as its creator with the permissions listed on it that the creator still holds; it cannot call \`/auth/*\`,
+\`/api-keys\`, \`/users\`, \`/webhooks\`, \`/audit-logs\` or any operation reserved to a role (403). Operations open to
+keys list both security schemes.
+
+## Idempotency
+Every authenticated \`POST\` and \`PUT /billing/subscription\` accept an \`Idempotency-Key\` header (1–255 printable
+ASCII characters). The first answer (status, \`Location\`, body) is kept 24 hours under the organization and the key;
+a repeat with the same method, path and body gets it again with \`Idempotent-Replayed: true\` and changes nothing.
+The same key with another request is 422 \`IDEMPOTENCY_KEY_REUSED\`; while the first is still running, 409
+\`CONFLICT\`. Answers 400, 401, 403, 409, 429 and 5xx are not kept.
 
 ## Responses
 Request bodies are JSON (\`Content-Type: application/json\`, at most 1 MiB); unknown body fields are refused.
@@ -45,6 +60,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Billing: 'Plans, subscription, invoices and payment methods.',
   Webhooks: 'Webhook endpoints, their deliveries and test events.',
   Organization: 'The organization, its plan and usage.',
+  'API keys': 'Long-lived, scoped bearer credentials for programs, managed by owners and admins.',
 };
 
 const ERROR_SCHEMA: Json = {
@@ -122,6 +138,11 @@ const HEADERS: Record<string, Json> = {
     description: 'Seconds to wait before trying again',
     required: true,
     schema: { type: 'integer', minimum: 0 },
+  },
+  IdempotentReplayed: {
+    description:
+      '`true` when this is the kept answer of an earlier request with the same `Idempotency-Key` (nothing was done again)',
+    schema: { type: 'string', enum: ['true'] },
   },
   WWWAuthenticate: {
     description: '`Bearer` on token failures',
@@ -322,6 +343,14 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
         bearerFormat: 'JWT',
         description: 'Access token from `POST /auth/login`, `/auth/register` or `/auth/refresh`',
       },
+      [API_KEY_SCHEME]: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'sk_…',
+        description:
+          'API key from `POST /api-keys` (`sk_…`), sent as the bearer token: the permissions listed on the key ' +
+          'that its creator still holds',
+      },
     },
   });
   if (doc.servers?.[0]) doc.servers[0].description = 'This API';
@@ -335,6 +364,19 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
     responses[ERROR_RESPONSES[status]!.name] = errorResponse(status);
   }
   components.responses = responses as never;
+  (components as Json).parameters = {
+    IdempotencyKey: {
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description:
+        'Makes the request safe to retry: its first answer is kept 24 hours and replayed (with ' +
+        '`Idempotent-Replayed: true`) for a repeat with the same key, method, path and body. The same key with ' +
+        'another request is 422; while the first is still running, 409.',
+      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$' },
+      example: '5f0c6b0e-8d7e-4a51-b1d4-2f1f5b9a6c3e',
+    },
+  };
 
   const byOperation = new Map<string, { meta: Meta; path: string }>();
   const procedures = router._def.procedures as Record<string, AnyTRPCProcedure>;
@@ -356,7 +398,18 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       if (!meta.openapi?.operationId) op.operationId = operationIdOf(found.path);
       describeParameters(op);
       const isPublic = meta.auth === 'public' || (meta.auth === undefined && meta.openapi?.protect === false);
-      op.security = isPublic ? [] : [{ [SECURITY_SCHEME]: [] }];
+      op.security = isPublic
+        ? []
+        : isClosedToApiKeys(found.path, meta)
+          ? [{ [SECURITY_SCHEME]: [] }]
+          : [{ [SECURITY_SCHEME]: [] }, { [API_KEY_SCHEME]: [] }];
+      const idempotent = takesIdempotencyKey(meta);
+      if (idempotent) {
+        op.parameters = [
+          ...((op.parameters as Json[] | undefined) ?? []),
+          { $ref: '#/components/parameters/IdempotencyKey' },
+        ];
+      }
       for (const tag of (op.tags as string[] | undefined) ?? [])
         if (!usedTags.includes(tag)) usedTags.push(tag);
 
@@ -377,6 +430,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
         successHeaders['RateLimit-Policy'] = headerRef('RateLimitPolicy');
         successHeaders.RateLimit = headerRef('RateLimit');
       }
+      if (idempotent) successHeaders['Idempotent-Replayed'] = headerRef('IdempotentReplayed');
       const successDescription =
         meta.openapi?.successDescription ??
         {
@@ -398,7 +452,10 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       const newResponses: Record<string, Json> = {
         [String(status)]: { description: successDescription, headers: successHeaders, content },
       };
-      for (const code of errorStatusesFor(meta, method, op)) {
+      const statuses = errorStatusesFor(meta, method, op);
+      if (idempotent) statuses.push(...[409, 422].filter((c) => !statuses.includes(c)));
+      statuses.sort((a, b) => a - b);
+      for (const code of statuses) {
         const custom = extraDescription(meta, code);
         const known = ERROR_RESPONSES[code];
         newResponses[String(code)] =

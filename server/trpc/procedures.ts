@@ -91,6 +91,11 @@ async function loadApiKeyActor(ctx: Context, now: Date): Promise<Actor> {
  */
 const CLOSED_TO_API_KEYS = ['auth.', 'apiKeys.', 'users.', 'webhooks.', 'audit.'];
 
+/** Whether the procedure at `path` refuses API keys (403) whatever they hold; the OpenAPI document says so too. */
+export function isClosedToApiKeys(path: string, required: { roles?: readonly Role[] | undefined }): boolean {
+  return required.roles !== undefined || CLOSED_TO_API_KEYS.some((prefix) => path.startsWith(prefix));
+}
+
 /**
  * What `next` is given by the authenticated middleware: nothing at run time (the actor was set on the request's own
  * context, and tRPC passes the same context on when `next` gets no `ctx`), but to the compiler a context whose
@@ -105,10 +110,7 @@ interface Requirement {
 }
 
 function authorize(actor: Actor, required: Requirement, path: string): void {
-  if (
-    actor.apiKeyId !== undefined &&
-    (required.roles || CLOSED_TO_API_KEYS.some((prefix) => path.startsWith(prefix)))
-  ) {
+  if (actor.apiKeyId !== undefined && isClosedToApiKeys(path, required)) {
     throw new AppError('FORBIDDEN', 'This operation cannot be called with an API key');
   }
   if (required.permission && !actor.permissions.has(required.permission)) {
