@@ -49,7 +49,17 @@ const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.ge
  */
 export const coreModule = defineModule({
   name: 'core',
-  entities: [BaseSchema, Organization, User, LoginSession, RefreshToken, LoginThrottle, Event, AuditLog, IdempotencyRecord],
+  entities: [
+    BaseSchema,
+    Organization,
+    User,
+    LoginSession,
+    RefreshToken,
+    LoginThrottle,
+    Event,
+    AuditLog,
+    IdempotencyRecord,
+  ],
   migrations: [
     { name: 'Migration20261121000001_foundation', class: Migration20261121000001_foundation },
     { name: 'Migration20261121000005_api_usage', class: Migration20261121000005_api_usage },

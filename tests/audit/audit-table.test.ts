@@ -202,21 +202,16 @@ describe('audit table (every mutation of the router)', function () {
         .caller(secret)
         .webhooks.create({ url: 'https://example.com/k', events: ['user.created'] })
         .catch(() => undefined);
-      const rows = await s.deps.db.orm.em
-        .fork()
-        .execute<
-          {
-            action: string;
-            actor_type: string;
-            actor_id: string;
-            actor_email: string;
-            status: number;
-            target_id: string | null;
-          }[]
-        >(
-          'select action, actor_type, actor_id, actor_email, status, target_id from audit_logs where organization_id = ? and actor_type = ? order by created_at, id',
-          [owner.organizationId, 'api_key'],
-        );
+      const rows = await s.deps.db.orm.em.fork().execute<
+        {
+          action: string;
+          actor_type: string;
+          actor_id: string;
+          actor_email: string;
+          status: number;
+          target_id: string | null;
+        }[]
+      >('select action, actor_type, actor_id, actor_email, status, target_id from audit_logs where organization_id = ? and actor_type = ? order by created_at, id', [owner.organizationId, 'api_key']);
       expect(rows).to.deep.equal([
         {
           action: 'vpn.connections.create',

@@ -5,8 +5,11 @@
  */
 import { ServerResponse } from 'node:http';
 
-const writeHead = ServerResponse.prototype.writeHead;
-ServerResponse.prototype.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+const proto = ServerResponse.prototype as unknown as {
+  writeHead: (this: ServerResponse, ...args: unknown[]) => ServerResponse;
+};
+const writeHead = proto.writeHead;
+proto.writeHead = function (this: ServerResponse, ...args: unknown[]) {
   if (this.req?.headers['x-test-crash-before-response'] === '1') process.kill(process.pid, 'SIGKILL');
-  return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
-} as typeof writeHead;
+  return writeHead.apply(this, args);
+};

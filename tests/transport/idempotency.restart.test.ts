@@ -97,7 +97,7 @@ describe('Idempotency-Key across a crash between the change and the response', f
       },
     );
     let stderr = '';
-    proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const baseUrl = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 90_000;
     for (;;) {

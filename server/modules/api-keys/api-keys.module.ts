@@ -13,6 +13,7 @@ export const apiKeysModule = defineModule({
   entities: [ApiKey],
   migrations: [{ name: 'Migration20261124000020_api_keys', class: Migration20261124000020_api_keys }],
   notOwnedByUser: {
-    ApiKey: "a credential that acts as its creator: revoked when the creator is deleted, never handed to someone else",
+    ApiKey:
+      'a credential that acts as its creator: revoked when the creator is deleted, never handed to someone else',
   },
 });
