@@ -261,7 +261,10 @@ export class ApiUsage {
   }
 
   private async flushNow(): Promise<void> {
-    await this.flushKeyUses();
+    // Best effort: a failed write of `last_used_at` must not hold back the counters (the next use notes it again).
+    await this.flushKeyUses().catch((err: unknown) => {
+      this.log.warn({ err }, 'could not write the last use of API keys');
+    });
     const batch = [...this.pending.values()];
     this.pending = new Map();
     // What is being written moves from `unflushed` to `stored`, so totals stay exact while it is written.

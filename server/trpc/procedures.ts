@@ -169,6 +169,8 @@ function authenticated(opts: { httpsOnly: boolean } & Requirement) {
           run,
         ));
       } catch (err) {
+        // Refused before running (409 in flight is recorded like any refused change; 400 and 422 are not).
+        if (scope) await settleAuditOf(ctx, scope, meta, { ok: false, error: err });
         rethrowAsTRPCError(ctx, err);
       }
     } else {
