@@ -122,6 +122,9 @@ export async function loadActorForClaims(db: Database, claims: AccessClaims, now
 /** API key secrets (README, "API keys"): `sk_` + base64url of 32 random bytes. */
 export const API_KEY_SECRET_PREFIX = 'sk_';
 
+/** `sk_` and the base64url of 32 bytes (43 characters). */
+const API_KEY_SHAPE = /^sk_[A-Za-z0-9_-]{43}$/;
+
 /** Whether a bearer token is an API key secret rather than an access token (a JWT never starts with `sk_`). */
 export function isApiKeySecret(bearer: string | undefined): bearer is string {
   return bearer !== undefined && bearer.startsWith(API_KEY_SECRET_PREFIX);
@@ -185,6 +188,8 @@ export interface ApiKeyActor extends Actor {
  * unknown, revoked or expired key, and for a key whose creator is no longer an active user of its organization.
  */
 export async function loadActorForApiKey(db: Database, secret: string, now: Date): Promise<ApiKeyActor> {
+  // Only the shape a key has is looked up: anything else is refused without a query.
+  if (!API_KEY_SHAPE.test(secret)) throw new AppError('UNAUTHORIZED', 'Invalid or revoked API key');
   const [row] = await db.preparedQuery<ApiKeyActorRow>('load_api_key_actor', API_KEY_ACTOR_SQL, [
     now,
     hashApiKeySecret(secret),
