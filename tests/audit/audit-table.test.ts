@@ -211,8 +211,11 @@ describe('audit table (every mutation of the router)', function () {
           status: number;
           target_id: string | null;
         }[]
-      >('select action, actor_type, actor_id, actor_email, status, target_id from audit_logs where organization_id = ? and actor_type = ? order by action', [owner // The fake clock gives both entries one time: ordered by action.
-        .organizationId, 'api_key']);
+      >('select action, actor_type, actor_id, actor_email, status, target_id from audit_logs where organization_id = ? and actor_type = ? order by action', [
+        owner // The fake clock gives both entries one time: ordered by action.
+        .organizationId,
+        'api_key',
+      ]);
       expect(rows).to.deep.equal([
         {
           action: 'vpn.connections.create',
