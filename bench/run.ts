@@ -296,6 +296,7 @@ async function runPostgres(want: (part: string) => boolean, modules: string[], h
           connections: o.connections ?? settings.connections,
           durationSec: o.durationSec ?? settings.durationSec,
           warmupSec: o.warmupSec ?? settings.warmupSec,
+          uniqueHeader: o.uniqueHeader,
         }),
       startServer: (env) => startServer(`extra server for ${name}`, db, env),
     };

@@ -1,5 +1,6 @@
 import { coreModule } from './kit/core.module.js';
 import type { ModuleManifest } from './kit/module.js';
+import { apiKeysModule } from './modules/api-keys/api-keys.module.js';
 import { auditModule } from './modules/audit/audit.module.js';
 import { authModule } from './modules/auth/auth.module.js';
 import { hostingModule } from './modules/hosting/hosting.module.js';
@@ -25,5 +26,6 @@ export const modules: readonly ModuleManifest[] = [
   auditModule,
   billingModule,
   organizationModule,
+  apiKeysModule,
   coreModule,
 ];

@@ -6,7 +6,9 @@ import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import { modules } from './modules.js';
 import { procedureTakesInput } from './rest.js';
 import { appRouter } from './router.js';
+import { takesIdempotencyKey } from './trpc/idempotency.js';
 import type { Meta } from './trpc/init.js';
+import { isClosedToApiKeys } from './trpc/procedures.js';
 
 type Json = Record<string, unknown>;
 
@@ -18,6 +20,7 @@ function apiContact(publicBaseUrl: string | undefined) {
   const name = 'Cloud Platform API team';
   return publicBaseUrl ? { name, url: `${publicBaseUrl.replace(/\/$/, '')}/docs` } : { name };
 }
+const API_KEY_SCHEME = 'apiKeyAuth';
 
 const API_DESCRIPTION = `Manage VPN connections, users and permissions, static sites, managed databases, billing and webhooks.
 
@@ -25,6 +28,18 @@ const API_DESCRIPTION = `Manage VPN connections, users and permissions, static s
 Log in with \`POST /auth/login\` (or create an organization with \`POST /auth/register\`) and send the access token as
 \`Authorization: Bearer <token>\`. Access tokens live one hour; \`POST /auth/refresh\` exchanges the single-use
 refresh token for a new pair.
+
+Programs may use an **API key** instead (\`POST /api-keys\`, owners and admins): \`Authorization: Bearer sk_…\`. A key
+acts as its creator with the permissions listed on it that the creator still holds; it cannot call \`/auth/*\`,
+\`/api-keys\`, \`/users\`, \`/webhooks\`, \`/audit-logs\` or any operation reserved to a role (403). Operations open to
+keys list both security schemes.
+
+## Idempotency
+Every authenticated \`POST\` and \`PUT /billing/subscription\` accept an \`Idempotency-Key\` header (1–255 printable
+ASCII characters). The first answer (status, \`Location\`, body) is kept 24 hours under the organization and the key;
+a repeat with the same method, path and body gets it again with \`Idempotent-Replayed: true\` and changes nothing.
+The same key with another request is 422 \`IDEMPOTENCY_KEY_REUSED\`; while the first is still running, 409
+\`CONFLICT\`. Answers 400, 401, 403, 409, 429 and 5xx are not kept.
 
 ## Responses
 Request bodies are JSON (\`Content-Type: application/json\`, at most 1 MiB); unknown body fields are refused.
@@ -54,6 +69,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Billing: 'Plans, subscription, invoices and payment methods.',
   Webhooks: 'Webhook endpoints, their deliveries and test events.',
   Organization: 'The organization, its plan and usage.',
+  'API keys': 'Long-lived, scoped bearer credentials for programs, managed by owners and admins.',
 };
 
 const ERROR_SCHEMA: Json = {
@@ -131,6 +147,11 @@ const HEADERS: Record<string, Json> = {
     description: 'Seconds to wait before trying again',
     required: true,
     schema: { type: 'integer', minimum: 0 },
+  },
+  IdempotentReplayed: {
+    description:
+      '`true` when this is the kept answer of an earlier request with the same `Idempotency-Key` (nothing was done again)',
+    schema: { type: 'string', enum: ['true'] },
   },
   WWWAuthenticate: {
     description: '`Bearer` on token failures',
@@ -240,6 +261,19 @@ export function declaredErrors(
     add(codesOfStatus(status), reason, status);
   }
   return new Map([...out.entries()].sort(([a], [b]) => a - b));
+}
+
+/** The errors of an `Idempotency-Key` (README, "Idempotency"), added to an operation that takes one. */
+function addIdempotencyErrors(declared: Map<number, DeclaredError>): void {
+  for (const code of ['CONFLICT', 'IDEMPOTENCY_KEY_REUSED'] as const) {
+    const status = ERROR_STATUS[code];
+    const entry = declared.get(status) ?? { codes: [], reasons: [] };
+    if (!entry.codes.includes(code)) entry.codes.push(code);
+    declared.set(status, entry);
+  }
+  const sorted = [...declared.entries()].sort(([a], [b]) => a - b);
+  declared.clear();
+  for (const [status, entry] of sorted) declared.set(status, entry);
 }
 
 /**
@@ -526,6 +560,14 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
           '(the algorithm is fixed, never read from the token), with `exp`, checked on every request, as RFC8725 ' +
           '(JSON Web Token Best Current Practices) asks.',
       },
+      [API_KEY_SCHEME]: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'sk_…',
+        description:
+          'API key from `POST /api-keys` (`sk_…`), sent as the bearer token: the permissions listed on the key ' +
+          'that its creator still holds',
+      },
     },
   });
   if (doc.servers?.[0]) {
@@ -546,6 +588,19 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
   // Shared error responses, added as operations use them (one per status, codes and rate-limit headers).
   const responses: Json = {};
   components.responses = responses as never;
+  (components as Json).parameters = {
+    IdempotencyKey: {
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description:
+        'Makes the request safe to retry: its first answer is kept 24 hours and replayed (with ' +
+        '`Idempotent-Replayed: true`) for a repeat with the same key, method, path and body. The same key with ' +
+        'another request is 422; while the first is still running, 409.',
+      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$' },
+      example: '5f0c6b0e-8d7e-4a51-b1d4-2f1f5b9a6c3e',
+    },
+  };
 
   const byOperation = new Map<string, { meta: Meta; path: string }>();
   const procedures = router._def.procedures as Record<string, AnyTRPCProcedure>;
@@ -568,7 +623,18 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       if (meta.deleteWithBody && method === 'delete') queryToBody(op);
       describeParameters(op);
       const isPublic = meta.auth === 'public' || (meta.auth === undefined && meta.openapi?.protect === false);
-      op.security = isPublic ? [] : [{ [SECURITY_SCHEME]: [] }];
+      op.security = isPublic
+        ? []
+        : isClosedToApiKeys(found.path, meta)
+          ? [{ [SECURITY_SCHEME]: [] }]
+          : [{ [SECURITY_SCHEME]: [] }, { [API_KEY_SCHEME]: [] }];
+      const idempotent = takesIdempotencyKey(meta);
+      if (idempotent) {
+        op.parameters = [
+          ...((op.parameters as Json[] | undefined) ?? []),
+          { $ref: '#/components/parameters/IdempotencyKey' },
+        ];
+      }
       for (const tag of (op.tags as string[] | undefined) ?? [])
         if (!usedTags.includes(tag)) usedTags.push(tag);
 
@@ -589,6 +655,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
         successHeaders['RateLimit-Policy'] = headerRef('RateLimitPolicy');
         successHeaders.RateLimit = headerRef('RateLimit');
       }
+      if (idempotent) successHeaders['Idempotent-Replayed'] = headerRef('IdempotentReplayed');
       const successDescription =
         meta.openapi?.successDescription ??
         {
@@ -612,7 +679,10 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       };
       // Whether the procedure reads input is decided as the /v1 adapter decides it.
       const takesInput = procedureTakesInput(procedures[found.path]!);
-      for (const [code, declared] of declaredErrors(meta, method, op, takesInput)) {
+      const declaredByStatus = declaredErrors(meta, method, op, takesInput);
+      // An Idempotency-Key is refused while its first request runs (409) and when reused for another one (422).
+      if (idempotent) addIdempotencyErrors(declaredByStatus);
+      for (const [code, declared] of declaredByStatus) {
         const rateLimited = !isPublic;
         if (declared.reasons.length > 0) {
           const description = declared.reasons.join('; ');

@@ -328,6 +328,13 @@ export function registerRestRoutes(app: FastifyInstance, opts: RestOptions): Res
           // eslint-disable-next-line @typescript-eslint/return-await
           return reply.status(route.successStatus).headers(ctx.response.headers).send(data);
         } catch (err) {
+          // A kept error answer replayed for the same Idempotency-Key: sent as it was first sent.
+          if (ctx?.replayedError) {
+            return reply
+              .status(ctx.replayedError.status)
+              .headers(ctx.response.headers)
+              .send(ctx.replayedError.body);
+          }
           return opts.sendError(req, reply, err, ctx);
         }
       },

@@ -1,3 +1,4 @@
+import { apiKeysRouter } from './modules/api-keys/api-keys.router.js';
 import { auditRouter } from './modules/audit/audit.router.js';
 import { authRouter } from './modules/auth/auth.router.js';
 import { hostingRouter } from './modules/hosting/hosting.router.js';
@@ -20,6 +21,7 @@ export const appRouter = router({
   audit: auditRouter,
   billing: billingRouter,
   organization: organizationRouter,
+  apiKeys: apiKeysRouter,
 });
 
 export type AppRouter = typeof appRouter;

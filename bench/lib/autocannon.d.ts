@@ -12,6 +12,8 @@ declare module 'autocannon' {
     timeout?: number;
     pipelining?: number;
     warmup?: { connections?: number; duration?: number };
+    /** Request templates; `setupRequest` may change each request before it is sent. */
+    requests?: { setupRequest?: (req: { headers?: Record<string, string> }) => unknown }[];
   }
 
   /** Milliseconds for latency, per-second counts for requests. */

@@ -10,6 +10,8 @@ export interface LoadOptions {
   durationSec: number;
   /** Unmeasured load before the measured one, same connections (0: none). */
   warmupSec?: number;
+  /** A header given a value of its own on every request (e.g. `idempotency-key`: a new key each time). */
+  uniqueHeader?: string;
 }
 
 export interface LoadResult {
@@ -24,6 +26,18 @@ export interface LoadResult {
   errors: number;
   statusCodes: Record<string, number>;
   durationSec: number;
+}
+
+let uniqueSeq = 0;
+/** An autocannon request that sets `name` to a value never sent before (the run's prefix and a counter). */
+function uniqueHeaderRequest(name: string) {
+  const prefix = `${process.pid}-${Date.now().toString(36)}`;
+  return {
+    setupRequest(req: { headers?: Record<string, string> }) {
+      req.headers = { ...req.headers, [name]: `${prefix}-${++uniqueSeq}` };
+      return req;
+    },
+  };
 }
 
 /** Runs autocannon in this process against a server in another one. */
@@ -41,6 +55,7 @@ export async function measureLoad(opts: LoadOptions): Promise<LoadResult> {
     ...(body === undefined ? {} : { body }),
     connections: opts.connections,
     duration: opts.durationSec,
+    ...(opts.uniqueHeader ? { requests: [uniqueHeaderRequest(opts.uniqueHeader)] } : {}),
     timeout: 30,
     ...(opts.warmupSec ? { warmup: { connections: opts.connections, duration: opts.warmupSec } } : {}),
   });

@@ -65,6 +65,8 @@ export interface BenchContext {
     connections?: number;
     durationSec?: number;
     warmupSec?: number;
+    /** A header given a new value on every request (`idempotency-key`). */
+    uniqueHeader?: string;
   }): Promise<LoadResult>;
   /**
    * Another server on the same database, with the same settings plus `env` (for example NODE_ENV=development and

@@ -12,6 +12,7 @@ import type { AppRouter } from '../../server/router.js';
 import {
   ConnectionError,
   PlatformApiError,
+  RateLimitError,
   codeForStatus,
   createPlatformError,
   type ErrorDetail,
@@ -56,6 +57,17 @@ export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 export interface ClientOptions {
   /** The API's address, e.g. `https://api.example.com` (a trailing `/v1` is accepted). Calls go to `<baseUrl>/trpc`. */
   baseUrl: string;
+  /**
+   * An API key (`sk_…`, from `POST /v1/api-keys`), instead of a token pair: sent as the bearer token of every call.
+   * A key does not expire mid-session and is never refreshed; `token`, `getToken` and `refreshToken` are ignored.
+   */
+  apiKey?: string;
+  /**
+   * How many times a call is sent again after a network failure, a 429 `RATE_LIMITED` (after its `Retry-After`)
+   * or a 500/503 (default 0). A mutation is retried with the `Idempotency-Key` of its first attempt, so the
+   * server runs it at most once.
+   */
+  maxRetries?: number;
   /** An access token to start with. The client replaces it after `login()` and each automatic refresh. */
   token?: string;
   /**
@@ -138,6 +150,31 @@ type _NoHelperShadowsAModule = Expect<
 >;
 
 const TOKEN_CONTEXT_KEY = 'platformAccessToken';
+/**
+ * The `Idempotency-Key` of a mutation (README, "Idempotency"): generated once per call and sent with each of its
+ * attempts. A caller may give its own, e.g. to retry across restarts of the program:
+ * `client.vpn.connections.create.mutate(input, { context: { idempotencyKey: 'order-1234' } })`.
+ */
+const IDEMPOTENCY_CONTEXT_KEY = 'idempotencyKey';
+
+/** A fresh key: a random UUID (Web Crypto, present in Node 19+ and browsers). */
+function newIdempotencyKey(): string {
+  return globalThis.crypto.randomUUID();
+}
+
+/** Whether a failed attempt may be sent again (the same key makes that safe for mutations). */
+function retryable(err: PlatformApiError): boolean {
+  if (err instanceof ConnectionError) return !/aborted/.test(err.message);
+  return err.code === 'RATE_LIMITED' || err.status === 500 || err.status === 503;
+}
+
+/** Delay before retry `attempt` (1-based): the server's `Retry-After` if it gave one, else 0.5 s, 1 s, 2 s, … ±25 %. */
+function retryDelayMs(err: PlatformApiError, attempt: number): number {
+  if (err instanceof RateLimitError && err.retryAfter !== undefined)
+    return Math.min(err.retryAfter, 60) * 1000;
+  const base = Math.min(500 * 2 ** (attempt - 1), 8000);
+  return base * (0.75 + Math.random() * 0.5);
+}
 
 /** The fields of `error.data` that the API sends with every error (README, "Errors"). */
 interface WireErrorData {
@@ -231,13 +268,25 @@ function transportFetch(base: Fetch) {
   };
 }
 
-function withToken(opts: TRPCRequestOptions | undefined, token: string | undefined): TRPCRequestOptions {
-  return { ...opts, context: { ...opts?.context, [TOKEN_CONTEXT_KEY]: token } };
+function withToken(
+  opts: TRPCRequestOptions | undefined,
+  token: string | undefined,
+  idempotencyKey?: string,
+): TRPCRequestOptions {
+  return {
+    ...opts,
+    context: {
+      ...opts?.context,
+      [TOKEN_CONTEXT_KEY]: token,
+      ...(idempotencyKey === undefined ? {} : { [IDEMPOTENCY_CONTEXT_KEY]: idempotencyKey }),
+    },
+  };
 }
 
 /** The untyped client behind the typed proxy: adds the bearer token, converts errors, refreshes on expiry. */
 class PlatformTransport extends TRPCUntypedClient<AppRouter> {
   readonly session: Session;
+  readonly #maxRetries: number;
 
   constructor(options: ClientOptions, url: string) {
     const fetchImpl: Fetch = options.fetch ?? ((u, init) => globalThis.fetch(u, init));
@@ -247,30 +296,62 @@ class PlatformTransport extends TRPCUntypedClient<AppRouter> {
           url,
           fetch: transportFetch(fetchImpl),
           headers: ({ op }) => {
+            const headers: Record<string, string> = {};
             const token = op.context[TOKEN_CONTEXT_KEY];
-            return typeof token === 'string' && token ? { authorization: `Bearer ${token}` } : {};
+            if (typeof token === 'string' && token) headers.authorization = `Bearer ${token}`;
+            const key = op.context[IDEMPOTENCY_CONTEXT_KEY];
+            if (op.type === 'mutation' && typeof key === 'string') headers['idempotency-key'] = key;
+            return headers;
           },
         }),
       ],
     });
-    this.session = new Session(options, (refreshToken) =>
+    // An API key is a bearer token that is never refreshed.
+    const credentials = options.apiKey
+      ? { token: options.apiKey, getToken: undefined, refreshToken: undefined, onTokens: undefined }
+      : options;
+    this.session = new Session(credentials, (refreshToken) =>
       this.anonymous<RefreshResponse>('auth.refresh', { refresh_token: refreshToken }),
     );
+    this.#maxRetries = Math.max(0, Math.floor(options.maxRetries ?? 0));
+  }
+
+  /** Runs `attempt` again on retryable failures, up to `maxRetries` times. */
+  async #withRetries<T>(attempt: () => Promise<T>): Promise<T> {
+    for (let n = 0; ; n++) {
+      try {
+        return await attempt();
+      } catch (err) {
+        const error = err as PlatformApiError;
+        if (n >= this.#maxRetries || !retryable(error)) throw error;
+        await new Promise((r) => setTimeout(r, retryDelayMs(error, n + 1)));
+      }
+    }
   }
 
   override query(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
-    return this.session.authorized((token) =>
-      super.query(path, input, withToken(opts, token)).catch((err: unknown) => {
-        throw toPlatformError(err);
-      }),
+    return this.#withRetries(() =>
+      this.session.authorized((token) =>
+        super.query(path, input, withToken(opts, token)).catch((err: unknown) => {
+          throw toPlatformError(err);
+        }),
+      ),
     );
   }
 
+  /**
+   * Every mutation carries an `Idempotency-Key` (the caller's `context.idempotencyKey`, or a new one), the same on
+   * each of its attempts: after a refresh, and on the retries of `maxRetries`.
+   */
   override mutation(path: string, input?: unknown, opts?: TRPCRequestOptions): Promise<unknown> {
-    return this.session.authorized((token) =>
-      super.mutation(path, input, withToken(opts, token)).catch((err: unknown) => {
-        throw toPlatformError(err);
-      }),
+    const given = opts?.context?.[IDEMPOTENCY_CONTEXT_KEY];
+    const key = typeof given === 'string' && given ? given : newIdempotencyKey();
+    return this.#withRetries(() =>
+      this.session.authorized((token) =>
+        super.mutation(path, input, withToken(opts, token, key)).catch((err: unknown) => {
+          throw toPlatformError(err);
+        }),
+      ),
     );
   }
 

@@ -15,6 +15,8 @@ const QUOTA_RELOAD_MS = 30_000;
 const QUOTA_IDLE_MS = 10 * 60_000;
 /** Rows per upsert statement. */
 const WRITE_CHUNK = 500;
+/** `last_used_at` of an API key is written at most this often. */
+export const KEY_USE_RESOLUTION_MS = 60_000;
 
 /** The burst budget after one request, for the `RateLimit-Policy` and `RateLimit` headers. */
 export interface BurstState {
@@ -81,6 +83,8 @@ const registry = new WeakMap<object, ApiUsage>();
  */
 export class ApiUsage {
   private pending = new Map<string, DayCount>();
+  /** API keys used since the last flush whose `last_used_at` is due (README, "API keys"): key id → time of use. */
+  private keyUses = new Map<string, Date>();
   private readonly orgs = new Map<string, OrgMonth>();
   private readonly loading = new Map<string, Promise<OrgMonth>>();
   private readonly burst: RateLimiterMemory;
@@ -155,6 +159,16 @@ export class ApiUsage {
       );
     }
     this.recordApiCall(organizationId, userId);
+  }
+
+  /**
+   * Notes that an API key authenticated a request. `last_used_at` is written at most once a minute per key (the
+   * update is guarded by the stored value, so several processes agree), with the counters' batched flush: never on
+   * the request's critical path. `storedMs` is the stored value the request's own lookup read.
+   */
+  noteKeyUse(keyId: string, storedMs: number | null, now: Date): void {
+    if (storedMs !== null && now.getTime() - storedMs < KEY_USE_RESOLUTION_MS) return;
+    if (!this.keyUses.has(keyId)) this.keyUses.set(keyId, now);
   }
 
   /** Counts one API call (memory only; flushed later). */
@@ -247,6 +261,10 @@ export class ApiUsage {
   }
 
   private async flushNow(): Promise<void> {
+    // Best effort: a failed write of `last_used_at` must not hold back the counters (the next use notes it again).
+    await this.flushKeyUses().catch((err: unknown) => {
+      this.log.warn({ err }, 'could not write the last use of API keys');
+    });
     const batch = [...this.pending.values()];
     this.pending = new Map();
     // What is being written moves from `unflushed` to `stored`, so totals stay exact while it is written.
@@ -271,6 +289,22 @@ export class ApiUsage {
         state.stored = await this.monthTotalFromDb(orgId, now);
         state.loadedAt = now.getTime();
       }
+    }
+  }
+
+  private async flushKeyUses(): Promise<void> {
+    if (this.keyUses.size === 0) return;
+    const uses = [...this.keyUses];
+    this.keyUses = new Map();
+    for (let i = 0; i < uses.length; i += WRITE_CHUNK) {
+      const part = uses.slice(i, i + WRITE_CHUNK);
+      await this.db.orm.em.fork().execute(
+        `update "api_keys" k set "last_used_at" = v.at::timestamptz
+           from (values ${part.map(() => '(?, ?)').join(', ')}) as v(id, at)
+          where k."id" = v.id
+            and (k."last_used_at" is null or k."last_used_at" <= v.at::timestamptz - interval '1 minute')`,
+        part.flatMap(([id, at]) => [id, at.toISOString()]),
+      );
     }
   }
 

@@ -8,7 +8,9 @@ import { Migration20261121000001_foundation } from '../db/migrations/Migration20
 import { Migration20261121000005_api_usage } from '../db/migrations/Migration20261121000005_api_usage.js';
 import { Migration20261121000006_plan_status } from '../db/migrations/Migration20261121000006_plan_status.js';
 import { Migration20261124000001_audit_logs } from '../db/migrations/Migration20261124000001_audit_logs.js';
+import { Migration20261124000021_idempotency } from '../db/migrations/Migration20261124000021_idempotency.js';
 import { AuditLog } from '../events/audit-log.entity.js';
+import { IdempotencyRecord, purgeIdempotencyRecords } from '../access/idempotency-record.entity.js';
 import { Event } from '../events/event.entity.js';
 import { OutboxRelay } from '../events/outbox.js';
 import { pruneDispatchedEvents } from '../events/record-event.js';
@@ -28,6 +30,16 @@ export const pruneDispatchedEventsJob = defineJob(
   { cron: '41 3 * * *' },
 );
 
+/** Idempotency records are kept 24 hours (README, "Idempotency"): expired ones are removed every hour. */
+export const purgeIdempotencyRecordsJob = defineJob(
+  'core.purge-idempotency-records',
+  async (deps) => {
+    const n = await purgeIdempotencyRecords(deps.db.orm.em.fork(), deps.clock.now());
+    if (n > 0) deps.log.info({ purged: n }, 'purged expired idempotency records');
+  },
+  { cron: '17 * * * *' },
+);
+
 const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
 
 /**
@@ -37,14 +49,25 @@ const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.ge
  */
 export const coreModule = defineModule({
   name: 'core',
-  entities: [BaseSchema, Organization, User, LoginSession, RefreshToken, LoginThrottle, Event, AuditLog],
+  entities: [
+    BaseSchema,
+    Organization,
+    User,
+    LoginSession,
+    RefreshToken,
+    LoginThrottle,
+    Event,
+    AuditLog,
+    IdempotencyRecord,
+  ],
   migrations: [
     { name: 'Migration20261121000001_foundation', class: Migration20261121000001_foundation },
     { name: 'Migration20261121000005_api_usage', class: Migration20261121000005_api_usage },
     { name: 'Migration20261121000006_plan_status', class: Migration20261121000006_plan_status },
     { name: 'Migration20261124000001_audit_logs', class: Migration20261124000001_audit_logs },
+    { name: 'Migration20261124000021_idempotency', class: Migration20261124000021_idempotency },
   ],
-  jobs: [pruneDispatchedEventsJob],
+  jobs: [pruneDispatchedEventsJob, purgeIdempotencyRecordsJob],
   workers: [
     {
       name: OUTBOX_RELAY,
@@ -69,6 +92,7 @@ export const coreModule = defineModule({
       { table: 'events' },
       { table: 'audit_logs' },
       { table: 'api_calls_daily' },
+      { table: 'idempotency_records' },
       {
         table: 'refresh_tokens',
         where: `"session_id" in (select s."id" from "login_sessions" s join "users" u on u."id" = s."user_id" where u."organization_id" = ?)`,

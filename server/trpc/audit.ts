@@ -31,10 +31,11 @@ function targetFromOutput(meta: Meta | undefined, output: unknown): AuditTarget 
   return type ? { type, id: value } : undefined;
 }
 
+/** Who an entry names: the user, or the API key the request was made with (and its creator's email). */
 export function auditActorOf(actor: Actor) {
   return {
-    type: 'user' as const,
-    id: actor.userId,
+    type: actor.apiKeyId !== undefined ? ('api_key' as const) : ('user' as const),
+    id: actor.apiKeyId ?? actor.userId,
     email: actor.email,
     organizationId: actor.organizationId,
   };

@@ -17,6 +17,13 @@ export interface Context extends RequestContext {
   /** True when the request may use /auth/* under the HTTPS rule (README, "Calling the API"). */
   secureTransport: boolean;
   bearer: string | undefined;
+  /** The `Idempotency-Key` header, as sent (README, "Idempotency"; server/trpc/idempotency.ts). */
+  idempotencyKey?: string;
+  /**
+   * Set when the answer is the replay of a kept error answer: the transport sends this status and body as they
+   * were first sent (request_id included).
+   */
+  replayedError?: { status: number; body: unknown };
   /** Set by the authenticated base procedures, whose procedures see it as non-null (trpc/procedures.ts). */
   actor?: Actor;
   response: ResponseMeta;
@@ -47,11 +54,17 @@ export function bearerFrom(header: string | undefined): string | undefined {
 export function createHttpContext(deps: AppDeps, req: FastifyRequest): Context {
   // Forked on first use: requests answered from the caller's row alone (GET /auth/me) never need one.
   let em: Em | undefined;
+  const key = req.headers['idempotency-key'];
   return {
     deps,
     get em() {
       return (em ??= deps.db.orm.em.fork());
     },
+    // Idempotent requests run their procedure on the transaction that also keeps their answer.
+    set em(value: Em) {
+      em = value;
+    },
+    idempotencyKey: Array.isArray(key) ? key[0] : key,
     requestId: req.id,
     ip: req.ip,
     userAgent: req.headers['user-agent']?.slice(0, 512),
@@ -64,7 +77,7 @@ export function createHttpContext(deps: AppDeps, req: FastifyRequest): Context {
 /** A context for in-process calls (tests, scripts): no transport, so the HTTPS rule is satisfied. */
 export function createInProcessContext(
   deps: AppDeps,
-  opts: { token?: string; ip?: string; userAgent?: string } = {},
+  opts: { token?: string; ip?: string; userAgent?: string; idempotencyKey?: string } = {},
 ): Context {
   return {
     deps,
@@ -74,6 +87,7 @@ export function createInProcessContext(
     userAgent: opts.userAgent,
     secureTransport: true,
     bearer: opts.token,
+    idempotencyKey: opts.idempotencyKey,
     response: { headers: {} },
   };
 }

@@ -52,6 +52,12 @@ export interface AppMeta {
    * test (tests/support/contract.ts) fails any test that sees an undeclared status.
    */
   errors?: Partial<Record<ErrorCode, string>>;
+  /**
+   * How an `Idempotency-Key` is honoured (server/trpc/idempotency.ts): by default the procedure runs in the
+   * transaction that keeps its answer; `after-commit` for procedures that must not hold a transaction across
+   * their work (an outbound HTTP call, a password hash): the answer is kept right after, in its own transaction.
+   */
+  idempotency?: 'after-commit';
 }
 export type Meta = OpenApiMeta<AppMeta>;
 

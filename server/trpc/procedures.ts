@@ -1,9 +1,17 @@
-import { loadActorForClaims, verifyBearer, type Actor } from '../access/actor.js';
+import {
+  isApiKeySecret,
+  loadActorForApiKey,
+  loadActorForClaims,
+  verifyBearer,
+  type Actor,
+} from '../access/actor.js';
 import { rateLimitHeaders, rateLimitedError } from '../access/api-usage.js';
 import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
 import { AppError, type ErrorCode } from '../lib/errors.js';
+import { runAudited } from '../events/audit.js';
 import { audited, openAuditScope, settleAuditOf } from './audit.js';
+import { runIdempotent, takesIdempotencyKey } from './idempotency.js';
 import type { Context } from './context.js';
 import {
   assertAcceptableInput,
@@ -60,6 +68,7 @@ export const authEndpointProcedure = baseProcedure
 async function loadActor(ctx: Context): Promise<Actor> {
   const { tokens, apiUsage, clock } = ctx.deps;
   const now = clock.now();
+  if (isApiKeySecret(ctx.bearer)) return loadApiKeyActor(ctx, now);
   const claims = verifyBearer(tokens, ctx.bearer, now);
   const burst = await apiUsage.consumeBurst(claims.sid, claims.org, claims.sub);
   Object.assign(ctx.response.headers, rateLimitHeaders(burst));
@@ -67,6 +76,33 @@ async function loadActor(ctx: Context): Promise<Actor> {
   const actor = await loadActorForClaims(ctx.deps.db, claims, now);
   await apiUsage.admit(actor.organizationId, actor.userId, actor.plan);
   return actor;
+}
+
+/**
+ * `Authorization: Bearer sk_…`: the key, its creator and organization (one query, the same hot path as tokens) →
+ * the key's own burst budget → the organization's monthly quota. `last_used_at` is noted in memory and written
+ * with the usage counters' next flush, at most once a minute.
+ */
+async function loadApiKeyActor(ctx: Context, now: Date): Promise<Actor> {
+  const { apiUsage } = ctx.deps;
+  const actor = await loadActorForApiKey(ctx.deps.db, ctx.bearer!, now);
+  const burst = await apiUsage.consumeBurst(actor.apiKeyId, actor.organizationId, actor.userId);
+  Object.assign(ctx.response.headers, rateLimitHeaders(burst));
+  if (!burst.allowed) throw rateLimitedError(burst);
+  await apiUsage.admit(actor.organizationId, actor.userId, actor.plan);
+  apiUsage.noteKeyUse(actor.apiKeyId, actor.lastUsedMs, now);
+  return actor;
+}
+
+/**
+ * Parts of the API closed to API keys whatever their permissions (README, "API keys"): signing in and out, the
+ * keys themselves, users, webhooks and the audit log. Every operation gated by a role is closed too (authorize).
+ */
+const CLOSED_TO_API_KEYS = ['auth.', 'apiKeys.', 'users.', 'webhooks.', 'audit.'];
+
+/** Whether the procedure at `path` refuses API keys (403) whatever they hold; the OpenAPI document says so too. */
+export function isClosedToApiKeys(path: string, required: { roles?: readonly Role[] | undefined }): boolean {
+  return required.roles !== undefined || CLOSED_TO_API_KEYS.some((prefix) => path.startsWith(prefix));
 }
 
 /**
@@ -82,7 +118,10 @@ interface Requirement {
   roles?: readonly Role[];
 }
 
-function authorize(actor: Actor, required: Requirement): void {
+function authorize(actor: Actor, required: Requirement, path: string): void {
+  if (actor.apiKeyId !== undefined && isClosedToApiKeys(path, required)) {
+    throw new AppError('FORBIDDEN', 'This operation cannot be called with an API key');
+  }
   if (required.permission && !actor.permissions.has(required.permission)) {
     throw new AppError('FORBIDDEN', `This action requires the ${required.permission} permission`);
   }
@@ -108,7 +147,7 @@ function authenticated(opts: { httpsOnly: boolean } & Requirement) {
         throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
       }
       actor = await loadActor(ctx);
-      authorize(actor, opts);
+      authorize(actor, opts, path);
       ctx.actor = actor;
       await assertAcceptableInput(getRawInput);
     } catch (err) {
@@ -119,12 +158,42 @@ function authenticated(opts: { httpsOnly: boolean } & Requirement) {
       }
       rethrowAsTRPCError(ctx, err);
     }
-    const result =
-      type === 'mutation' && ctx.deps.config.auditLogEnabled
-        ? await audited(ctx, openAuditScope(ctx, path, meta, await getRawInput(), actor), meta, () =>
-            next(ACTOR_SET),
-          )
-        : await next(ACTOR_SET);
+    if (type !== 'mutation') {
+      const result = await next(ACTOR_SET);
+      if (!result.ok) rethrowAsTRPCError(ctx, result.error);
+      return result;
+    }
+    const rawInput = await getRawInput();
+    const scope = ctx.deps.config.auditLogEnabled
+      ? openAuditScope(ctx, path, meta, rawInput, actor)
+      : undefined;
+    const run = () => (scope ? runAudited(scope, () => next(ACTOR_SET)) : next(ACTOR_SET));
+    let result: Awaited<ReturnType<typeof run>>;
+    let replayed = false;
+    if (ctx.idempotencyKey !== undefined && takesIdempotencyKey(meta)) {
+      try {
+        ({ result, replayed } = await runIdempotent(
+          ctx,
+          { path, meta, rawInput, actor, key: ctx.idempotencyKey },
+          run,
+        ));
+      } catch (err) {
+        // Refused before running (409 in flight is recorded like any refused change; 400 and 422 are not).
+        if (scope) await settleAuditOf(ctx, scope, meta, { ok: false, error: err });
+        rethrowAsTRPCError(ctx, err);
+      }
+    } else {
+      result = await run();
+    }
+    // A replay did nothing: no audit entry.
+    if (scope && !replayed) {
+      await settleAuditOf(
+        ctx,
+        scope,
+        meta,
+        result.ok ? { ok: true, data: result.data } : { ok: false, error: result.error },
+      );
+    }
     if (!result.ok) rethrowAsTRPCError(ctx, result.error);
     return result;
   });

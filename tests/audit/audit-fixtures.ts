@@ -355,4 +355,21 @@ export const auditFixtures: Record<string, AuditFixture> = {
     const { organization } = await s.caller(owner.token).organization.get({});
     return { token: owner.token, input: { confirm: organization.name, password: owner.password } };
   },
+
+  // API keys
+  'apiKeys.create': async ({ owner }) => ({
+    token: owner.token,
+    input: { name: 'audited key', permissions: ['vpn:read'] },
+    target: (o) => ({ type: 'api_key', id: out(o).api_key!.id! }),
+  }),
+  'apiKeys.revoke': async ({ s, owner }) => {
+    const { api_key } = await s
+      .caller(owner.token)
+      .apiKeys.create({ name: 'to revoke', permissions: ['vpn:read'] });
+    return {
+      token: owner.token,
+      input: { id: api_key.id },
+      target: () => ({ type: 'api_key', id: api_key.id }),
+    };
+  },
 };

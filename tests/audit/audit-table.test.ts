@@ -175,11 +175,65 @@ describe('audit table (every mutation of the router)', function () {
       secrets.push(token);
       await s.caller().users.acceptInvitation({ token, password: 'Another-Secret-Pw-9' });
       secrets.push('Another-Secret-Pw-9');
+      const key = await caller.apiKeys.create({ name: 'secret key', permissions: ['vpn:write'] });
+      secrets.push(key.secret);
+      await s
+        .caller(key.secret)
+        .vpn.connections.create({ name: 'k', location: 'eu-west', protocol: 'openvpn' });
 
       const rows = await entries(owner.organizationId);
       expect(rows.length).to.be.greaterThan(5);
       const dump = JSON.stringify(rows);
       for (const secret of secrets) expect(dump, 'a secret in the audit log').to.not.include(secret);
+    });
+  });
+
+  describe('API keys', () => {
+    it("names the key as the actor of what is done with it, with its creator's email", async () => {
+      const owner = await createOrg(s.deps);
+      const { api_key, secret } = await s
+        .caller(owner.token)
+        .apiKeys.create({ name: 'automation', permissions: ['vpn:read', 'vpn:write'] });
+      const { connection } = await s
+        .caller(secret)
+        .vpn.connections.create({ name: 'by key', location: 'eu-west', protocol: 'openvpn' });
+      // Refused (a role-gated operation): recorded too, with the key as the actor.
+      await s
+        .caller(secret)
+        .webhooks.create({ url: 'https://example.com/k', events: ['user.created'] })
+        .catch(() => undefined);
+      const rows = await s.deps.db.orm.em.fork().execute<
+        {
+          action: string;
+          actor_type: string;
+          actor_id: string;
+          actor_email: string;
+          status: number;
+          target_id: string | null;
+        }[]
+      >('select action, actor_type, actor_id, actor_email, status, target_id from audit_logs where organization_id = ? and actor_type = ? order by action', [
+        owner // The fake clock gives both entries one time: ordered by action.
+        .organizationId,
+        'api_key',
+      ]);
+      expect(rows).to.deep.equal([
+        {
+          action: 'vpn.connections.create',
+          actor_type: 'api_key',
+          actor_id: api_key.id,
+          actor_email: owner.email,
+          status: 201,
+          target_id: connection.id,
+        },
+        {
+          action: 'webhooks.create',
+          actor_type: 'api_key',
+          actor_id: api_key.id,
+          actor_email: owner.email,
+          status: 403,
+          target_id: null,
+        },
+      ]);
     });
   });
 

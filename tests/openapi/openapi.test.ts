@@ -117,7 +117,11 @@ describe('OpenAPI document', () => {
         expect(op.security, name).to.deep.equal([]);
         expect(success.headers.RateLimit, name).to.equal(undefined);
       } else {
-        expect(op.security, name).to.deep.equal([{ bearerAuth: [] }]);
+        // API keys are listed where they are accepted: not on role-gated operations or the closed prefixes.
+        const closed = meta!.auth === 'role' || /^(auth|apiKeys|users|webhooks|audit)\./.test(name);
+        expect(op.security, name).to.deep.equal(
+          closed ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKeyAuth: [] }],
+        );
         expect(op.responses, name).to.include.keys('401', '429');
         // Every answer to a token carries the burst headers, errors included.
         for (const [status, response] of Object.entries(op.responses as Json)) {
@@ -126,6 +130,32 @@ describe('OpenAPI document', () => {
             'RateLimit-Policy',
           );
         }
+      }
+    }
+    expect(doc.components.securitySchemes.apiKeyAuth).to.include({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('documents Idempotency-Key and Idempotent-Replayed on every authenticated POST and the subscription change', () => {
+    const param = doc.components.parameters.IdempotencyKey;
+    expect(param).to.include({ name: 'Idempotency-Key', in: 'header', required: false });
+    for (const { name, meta } of openApiProcedures(appRouter)) {
+      const path = meta!.openapi!.path.replace(/:(\w+)/g, '{$1}');
+      const method = meta!.openapi!.method;
+      const op = doc.paths[path][method.toLowerCase()];
+      const success = op.responses[String(meta!.successStatus ?? 200)];
+      const takes =
+        meta!.auth !== 'public' &&
+        (method === 'POST' || (method === 'PUT' && path === '/billing/subscription'));
+      const refs = ((op.parameters ?? []) as Json[]).map((p) => p.$ref);
+      if (takes) {
+        expect(refs, name).to.include('#/components/parameters/IdempotencyKey');
+        expect(success.headers['Idempotent-Replayed'], name).to.deep.equal({
+          $ref: '#/components/headers/IdempotentReplayed',
+        });
+        expect(op.responses, name).to.include.keys('409', '422');
+      } else {
+        expect(refs, name).to.not.include('#/components/parameters/IdempotencyKey');
+        expect(success.headers['Idempotent-Replayed'], name).to.equal(undefined);
       }
     }
   });
@@ -346,8 +376,9 @@ describe('OpenAPI post-processing (driven by procedure meta)', () => {
   it('derives error statuses from auth, path and method, plus meta.openapi.errorResponses', () => {
     const statuses = (op: Json) => Object.keys(op.responses).map(Number);
     expect(statuses(doc.paths['/items'].get)).to.deep.equal([200, 400, 401, 403, 429, 500, 503]);
+    // An authenticated POST takes an Idempotency-Key: 409 (in flight) and 422 (reused) too.
     expect(statuses(doc.paths['/items'].post)).to.deep.equal([
-      201, 400, 401, 402, 403, 409, 413, 415, 429, 500, 503,
+      201, 400, 401, 402, 403, 409, 413, 415, 422, 429, 500, 503,
     ]);
     expect(doc.paths['/items'].post.responses['409'].description).to.match(/^Duplicate name/);
     expect(doc.paths['/items'].post.responses['409'].content['application/json'].schema).to.deep.equal({

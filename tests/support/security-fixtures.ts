@@ -34,6 +34,7 @@ import type { TestServer } from './server.js';
 import { newId } from '../../server/lib/ids.js';
 import { WebhookDelivery } from '../../server/modules/webhooks/webhook-delivery.entity.js';
 import { Webhook } from '../../server/modules/webhooks/webhook.entity.js';
+import { apiKeysSecurityFixtures } from '../modules/api-keys/api-keys.security-fixtures.js';
 import { hostingSecurityFixtures } from '../modules/hosting/hosting.security-fixtures.js';
 
 export interface FixtureContext {
@@ -102,6 +103,7 @@ export const securityFixtures: Record<string, SecurityFixture> = {
   ...hostingSecurityFixtures,
   ...databasesSecurityFixtures,
   ...billingSecurityFixtures,
+  ...apiKeysSecurityFixtures,
 };
 
 async function otherOrgConnection(s: TestServer, other: TestUser): Promise<string> {

@@ -58,6 +58,9 @@ export function listProcedures(): ProcedureInfo[] {
     .sort((a, b) => a.path.localeCompare(b.path));
 }
 
+/** Procedure paths closed to API keys whatever their permissions (README, "API keys"). */
+const CLOSED_TO_KEYS = ['auth.', 'apiKeys.', 'users.', 'webhooks.', 'audit.'];
+
 interface Outcome {
   status: number;
   code: string;
@@ -270,6 +273,43 @@ export function defineSecurityTable(): void {
             expect(bad.status, `${label(p)} with a malformed id (HTTP)`).to.equal(404);
           }
         }
+
+        // 4. API keys (README, "API keys"): closed to role-gated operations and to /auth, /api-keys, /users,
+        // /webhooks, /audit-logs whatever the key holds; elsewhere a key without the permission → 403, and a key
+        // with every permission still cannot reach another organization's id.
+        const closed = auth === 'role' || CLOSED_TO_KEYS.some((prefix) => p.path.startsWith(prefix));
+        const allowed = PERMISSIONS.filter((q) => closed || q !== p.meta.permission);
+        const keyWithout =
+          auth === 'permission' && !closed
+            ? allowed.filter((q) => q !== `${p.meta.permission!.split(':')[0]}:admin`)
+            : allowed;
+        const { secret, api_key } = await s
+          .caller(owner.token)
+          .apiKeys.create({ name: `table ${p.path}`, permissions: keyWithout });
+        if (closed || auth === 'permission') {
+          const res = await callInProcess(s.caller(secret), p.path, input ?? {});
+          expect(res, `${p.path} with an API key (in process)`).to.deep.equal({
+            status: 403,
+            code: 'FORBIDDEN',
+          });
+          if (p.rest) {
+            const viaHttp = await callHttp(s, p, secret, input ?? {});
+            expect(viaHttp.status, `${label(p)} with an API key (HTTP)`).to.equal(403);
+          }
+        }
+        if (!closed && input && crossOrg) {
+          const full = await s
+            .caller(owner.token)
+            .apiKeys.create({ name: 'table full', permissions: PERMISSIONS });
+          const res = await callInProcess(s.caller(full.secret), p.path, input);
+          expect(res, `${p.path} with an API key and another organization's id`).to.deep.equal({
+            status: 404,
+            code: 'NOT_FOUND',
+          });
+          await s.caller(owner.token).apiKeys.revoke({ id: full.api_key.id });
+        }
+        // An organization holds a bounded number of keys: the table's owner gives each back.
+        await s.caller(owner.token).apiKeys.revoke({ id: api_key.id });
       });
     }
   });

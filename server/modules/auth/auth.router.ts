@@ -173,6 +173,8 @@ export const authRouter = router({
           INVALID_CREDENTIALS: 'Wrong password or code',
           TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
         },
+        // The password check (bcrypt) must not hold a transaction open.
+        idempotency: 'after-commit',
       })
       .input(ZTwoFactorDisableInput)
       .output(ZTwoFactorDisableOutput)

@@ -1,5 +1,5 @@
 import { LockMode } from '@mikro-orm/core';
-import type { Actor } from '../../access/actor.js';
+import { revokeApiKeysOf, type Actor } from '../../access/actor.js';
 import { Organization } from '../../access/organization.entity.js';
 import {
   applyPermissionObject,
@@ -248,7 +248,10 @@ export async function updateUser(ctx: ActorContext, input: TUpdateUserInput) {
         throw conflict('The user has not accepted the invitation yet');
       }
       target.status = input.status;
-      if (input.status === 'suspended') await revokeSessions(em, target.id, now);
+      if (input.status === 'suspended') {
+        await revokeSessions(em, target.id, now);
+        await revokeApiKeysOf(em, target.id, now);
+      }
       changed = true;
     }
 
@@ -274,6 +277,7 @@ export async function deleteUser(ctx: ActorContext, id: string) {
       toUserId: actor.userId,
     });
     await revokeSessions(em, target.id, now);
+    await revokeApiKeysOf(em, target.id, now);
     await em.nativeUpdate(
       UserInvitation,
       { user: target.id, acceptedAt: null, revokedAt: null },

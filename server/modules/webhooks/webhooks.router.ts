@@ -134,6 +134,8 @@ export const webhooksRouter = router({
           'whatever the subscriptions and state of the webhook, and returns the delivery with the outcome of its ' +
           'single attempt (bounded by the delivery timeout). Test deliveries are not retried.',
       },
+      // The attempt is an outbound HTTP call: no transaction is held open across it.
+      idempotency: 'after-commit',
     })
     .input(ZTestWebhookInput)
     .output(ZTestWebhookOutput)

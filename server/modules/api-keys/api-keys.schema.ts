@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { PERMISSIONS } from '../../access/permissions.js';
+import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
+import { zPathId } from '../../lib/schema.js';
+import { DEFAULT_EXPIRES_IN_DAYS, MAX_EXPIRES_IN_DAYS } from './api-keys.constants.js';
+
+const ZId = zPathId('key', 'API key');
+
+// ---------- inputs ----------
+
+export const ZCreateApiKeyInput = z.strictObject({
+  name: z.string().trim().min(1).max(100).describe('A name to recognise the key by, 1 to 100 characters'),
+  permissions: z
+    .array(z.enum(PERMISSIONS))
+    .min(1)
+    .max(PERMISSIONS.length * 2)
+    .describe(
+      'Permission strings `<resource>:<level>` the key may use (at least one). Each must be held by the caller ' +
+        '(403 otherwise); a later change to the creator narrows the key',
+    ),
+  expires_in_days: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_EXPIRES_IN_DAYS)
+    .optional()
+    .describe(`Days until the key expires, 1 to ${MAX_EXPIRES_IN_DAYS} (default ${DEFAULT_EXPIRES_IN_DAYS})`),
+});
+export type TCreateApiKeyInput = z.infer<typeof ZCreateApiKeyInput>;
+
+export const ZListApiKeysInput = z.object({ ...pageQueryShape });
+export type TListApiKeysInput = z.infer<typeof ZListApiKeysInput>;
+
+export const ZApiKeyIdInput = z.object({ id: ZId });
+
+// ---------- outputs ----------
+
+export const ZApiKey = z
+  .object({
+    id: z.string().describe('`key_…`'),
+    name: z.string(),
+    prefix: z.string().describe("The secret's first 12 characters (`sk_…`), to tell keys apart"),
+    permissions: z.array(z.enum(PERMISSIONS)).describe('Permissions listed on the key'),
+    created_by: z.string().describe('Id of the user who created the key; the key acts as this user'),
+    created_at: z.string(),
+    expires_at: z.string(),
+    last_used_at: z
+      .string()
+      .nullable()
+      .describe('Last time the key authenticated a request, to the minute (updated at most once a minute)'),
+  })
+  .meta({ id: 'ApiKey' });
+export type TApiKey = z.infer<typeof ZApiKey>;
+
+export const ZCreateApiKeyOutput = z.object({
+  success: z.literal(true),
+  api_key: ZApiKey,
+  secret: z
+    .string()
+    .describe('The key itself, `sk_…`: shown in this response only. Send it as `Authorization: Bearer sk_…`'),
+});
+
+export const ZApiKeyOutput = z.object({ success: z.literal(true), api_key: ZApiKey });
+
+export const ZListApiKeysOutput = z.object({
+  success: z.literal(true),
+  api_keys: z.array(ZApiKey),
+  ...pageResponseShape,
+});
+
+export const ZRevokeApiKeyOutput = z.object({
+  success: z.literal(true),
+  message: z.string(),
+  id: z.string(),
+});
