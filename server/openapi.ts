@@ -589,6 +589,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
   const responses: Json = {};
   components.responses = responses as never;
   (components as Json).parameters = {
+    ...(components.parameters ?? {}),
     IdempotencyKey: {
       name: 'Idempotency-Key',
       in: 'header',

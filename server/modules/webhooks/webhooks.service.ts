@@ -355,7 +355,8 @@ export async function rotateSecret(ctx: ActorContext, input: TRotateSecretInput)
     replaced,
   );
   if (overlapMs > 0) {
-    await ctx.deps.jobs.send(dropExpiredSecretsJob, {}, { delayMs: overlapMs + 1000 });
+    // In the rotation's transaction: the drop is scheduled exactly when the new secret is committed.
+    await ctx.deps.jobs.send(dropExpiredSecretsJob, {}, { em: ctx.em, delayMs: overlapMs + 1000 });
   }
   const stats = await deliveryStats(ctx.em, [hook.id], now);
   return { success: true as const, webhook: toWebhookDetailDto(hook, stats.get(hook.id)), secret };

@@ -166,6 +166,15 @@ describe('organization deletion (HTTP)', function () {
       owner,
       rx.url,
     );
+    // An API key, created under an Idempotency-Key (so a kept answer is among the organization's rows).
+    const created = await http(s.baseUrl, 'POST', '/v1/api-keys', {
+      token: owner.token,
+      body: { name: 'doomed key', permissions: ['vpn:read'] },
+      headers: { 'idempotency-key': 'doomed-key-1' },
+    });
+    expect(created.status, created.text).to.equal(201);
+    const apiKey = created.body.secret as string;
+    expect((await http(s.baseUrl, 'GET', '/v1/vpn/connections', { token: apiKey })).status).to.equal(200);
     const other = await createOrg(s.deps, { name: 'Bystander' });
     await populateLight(s, other);
     const before = await fingerprint(s.deps, other.organizationId);
@@ -216,6 +225,8 @@ describe('organization deletion (HTTP)', function () {
       });
       expect(refresh.status).to.equal(401);
     }
+    const byKey = await http(s.baseUrl, 'GET', '/v1/vpn/connections', { token: apiKey });
+    expect(byKey.status, byKey.text).to.equal(401);
     const login = await http(s.baseUrl, 'POST', '/v1/auth/login', {
       body: { email: member.email, password: DEFAULT_PASSWORD },
     });
