@@ -589,7 +589,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
   const responses: Json = {};
   components.responses = responses as never;
   (components as Json).parameters = {
-    ...(components.parameters ?? {}),
+    ...((components as Json).parameters as Json | undefined),
     IdempotencyKey: {
       name: 'Idempotency-Key',
       in: 'header',
