@@ -17,7 +17,7 @@ function collectPermissions(value: string, previous: string[] = []): string[] {
   return [...previous, ...more];
 }
 
-const keyFields = (k: ApiKey) =>
+const keyFields = (k: ApiKey, secret?: string) =>
   fields({
     id: k.id,
     name: k.name,
@@ -27,6 +27,7 @@ const keyFields = (k: ApiKey) =>
     created: k.created_at,
     expires: k.expires_at,
     'last used': k.last_used_at ?? 'never',
+    ...(secret ? { secret } : {}),
   });
 
 export default defineCommandGroup({
@@ -58,8 +59,7 @@ export default defineCommandGroup({
         });
         cli.print(res, () =>
           [
-            keyFields(res.api_key),
-            `secret:      ${res.secret}`,
+            keyFields(res.api_key, res.secret),
             '',
             'The secret is shown only now: store it safely, it cannot be shown again.',
             'Use it with: CLOUD_API_KEY=<secret> cloud <command>',
