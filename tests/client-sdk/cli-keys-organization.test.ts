@@ -178,7 +178,7 @@ describe('cloud CLI: api-keys and organization (a subprocess against a live serv
       expect(expectOk(await term.run(['organization', 'show'])).stdout).to.match(/^name: +Test Org$/m);
 
       expect(expectOk(await term.run(['organization', 'rename', 'Acme Labs'])).stdout).to.equal(
-        'Renamed the organization to Acme Labs.\n',
+        'Renamed the organization: Acme Labs\n',
       );
       expect(json(expectOk(await term.run(['organization', 'show', '--json']))).organization.name).to.equal(
         'Acme Labs',

@@ -43,7 +43,7 @@ export default defineCommandGroup({
       .argument('<name>', 'the new name, 1 to 200 characters')
       .action(async (name: string) => {
         const res = await cli.client().organization.update.mutate({ name });
-        cli.print(res, () => `Renamed the organization to ${res.organization.name}.`);
+        cli.print(res, () => `Renamed the organization: ${res.organization.name}`);
       });
 
     organization
