@@ -5,28 +5,8 @@ import { URI, type TOTP } from 'otpauth';
 import { createClient } from '@cloud-platform/client';
 import { createOrg, type TestUser } from '../support/factories.js';
 import { sharedServer, type TestServer } from '../support/server.js';
-import { stderrLines, Terminal, type CliRun } from './support/run-cli.js';
-
-/** `--json` output, parsed (the test fails if it does not parse). */
-const json = <T = Record<string, any>>(run: CliRun): T => JSON.parse(run.stdout) as T;
-
-function expectOk(run: CliRun): CliRun {
-  expect(
-    run.stderr.split('\n').filter((l) => l.startsWith('error')),
-    run.stderr,
-  ).to.deep.equal([]);
-  expect(run.code, run.stderr).to.equal(0);
-  return run;
-}
-
-/** A failure: exit status `code`, stdout empty, and stderr exactly one line matching `line`. */
-function expectFailure(run: CliRun, code: number, line: RegExp): void {
-  expect(run.code, run.stdout + run.stderr).to.equal(code);
-  expect(run.stdout).to.equal('');
-  const lines = stderrLines(run);
-  expect(lines, run.stderr).to.have.length(1);
-  expect(lines[0]).to.match(line);
-}
+import { expectFailure, expectOk, json } from './support/cli-expect.js';
+import { stderrLines, Terminal } from './support/run-cli.js';
 
 describe('cloud CLI (a subprocess against a live server)', function () {
   // Each run starts a Node process that compiles the CLI's source.
@@ -113,10 +93,21 @@ describe('cloud CLI (a subprocess against a live server)', function () {
       expect(json(expectOk(await term.run(['whoami', '--json']))).user.two_factor_enabled).to.equal(true);
     });
 
-    it('uses an API key from CLOUD_API_KEY instead of a stored login', async () => {
+    it('uses an API key from CLOUD_API_KEY instead of a stored login; whoami (an /auth call) says a key cannot do it', async () => {
       const owner = await createOrg(s.deps);
-      const term = new Terminal(s.baseUrl, { CLOUD_API_KEY: owner.token });
-      expect(json(expectOk(await term.run(['whoami', '--json']))).user.id).to.equal(owner.id);
+      const { secret } = await createClient({ baseUrl: s.baseUrl, token: owner.token }).apiKeys.create.mutate(
+        {
+          name: 'ci',
+          permissions: ['vpn:read'],
+        },
+      );
+      const term = new Terminal(s.baseUrl, { CLOUD_API_KEY: secret });
+      expect(json(expectOk(await term.run(['vpn', 'list', '--json']))).connections).to.deep.equal([]);
+      expectFailure(
+        await term.run(['whoami']),
+        3,
+        /^error: This operation cannot be called with an API key \[FORBIDDEN, request req_[a-z0-9]+\]; the API key in CLOUD_API_KEY cannot do this: unset CLOUD_API_KEY to use your `cloud login`$/,
+      );
       const bad = await term.run(['whoami'], { env: { CLOUD_API_KEY: 'not-a-key' } });
       expectFailure(bad, 3, /^error: .+ \[UNAUTHORIZED, request req_[a-z0-9]+\]$/);
     });
@@ -133,7 +124,16 @@ describe('cloud CLI (a subprocess against a live server)', function () {
     it('--help works on every level and exits 0', async () => {
       const term = new Terminal(s.baseUrl);
       const top = expectOk(await term.run(['--help']));
-      for (const group of ['login', 'vpn', 'sites', 'databases', 'billing', 'webhooks']) {
+      for (const group of [
+        'login',
+        'vpn',
+        'sites',
+        'databases',
+        'billing',
+        'webhooks',
+        'api-keys',
+        'organization',
+      ]) {
         expect(top.stdout).to.match(new RegExp(`^  ${group}\\b`, 'm'));
       }
       expect(expectOk(await term.run(['sites', 'deploy', '--help'])).stdout).to.contain('--follow');

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { build } from 'esbuild';
+import { createClient } from '@cloud-platform/client';
 import { createOrg } from '../support/factories.js';
 import { sharedServer, type TestServer } from '../support/server.js';
 import { runNode, type CliRun } from './support/run-cli.js';
@@ -134,10 +135,14 @@ describe('client SDK package (packed, installed outside the repository)', functi
 
   it('runs its `cloud` bin', async () => {
     const owner = await createOrg(s.deps);
+    const { secret } = await createClient({ baseUrl: s.baseUrl, token: owner.token }).apiKeys.create.mutate({
+      name: 'packed bin',
+      permissions: ['vpn:read'],
+    });
     const env = {
       ...process.env,
       CLOUD_API_URL: s.baseUrl,
-      CLOUD_API_KEY: owner.token,
+      CLOUD_API_KEY: secret,
       XDG_CONFIG_HOME: project,
     };
     const version = ok(
@@ -147,11 +152,17 @@ describe('client SDK package (packed, installed outside the repository)', functi
     expect(version.stdout.trim()).to.equal(
       JSON.parse(readFileSync(join(SDK, 'package.json'), 'utf8')).version,
     );
-    const me = ok(
-      await runNode([join(project, 'node_modules/.bin/cloud'), 'whoami', '--json'], { cwd: project, env }),
-      'cloud whoami',
+    const listed = ok(
+      await runNode([join(project, 'node_modules/.bin/cloud'), 'vpn', 'list', '--json'], {
+        cwd: project,
+        env,
+      }),
+      'cloud vpn list',
     );
-    expect(JSON.parse(me.stdout).user.email).to.equal(owner.email);
+    expect(JSON.parse(listed.stdout).connections).to.deep.equal([]);
+    const me = await runNode([join(project, 'node_modules/.bin/cloud'), 'whoami'], { cwd: project, env });
+    expect(me.code).to.equal(3);
+    expect(me.stderr).to.match(/^error: This operation cannot be called with an API key \[FORBIDDEN, /);
   });
 
   it('bundles for a browser (fetch only, no Node built-in)', async () => {

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { createClient, type ClientOptions, type PlatformClient } from '@cloud-platform/client';
 import { loadCredentials, saveCredentials, type StoredCredentials } from './credentials.js';
 import { CliError, EXIT } from './exit-codes.js';
-import { Progress } from './output.js';
+import { ask, Progress, readStdin } from './output.js';
 
 /** The API the CLI talks to when neither `--api-url`, `CLOUD_API_URL` nor a login names one. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:3000';
@@ -11,11 +11,11 @@ export const API_URL_VARIABLE = 'CLOUD_API_URL';
 export const API_KEY_VARIABLE = 'CLOUD_API_KEY';
 
 /**
- * The client options for an API key from the environment. The API takes an API key as a bearer token, like an
- * access token, so it is the client's `token` (with no refresh token: a key does not expire like a session).
+ * The client options for an API key from the environment: the SDK's `apiKey`, sent as the bearer token of every
+ * call and never refreshed (a key is not a session).
  */
 export function clientOptionsForApiKey(baseUrl: string, apiKey: string): ClientOptions {
-  return { baseUrl, token: apiKey };
+  return { baseUrl, apiKey };
 }
 
 interface GlobalOptions {
@@ -50,6 +50,11 @@ export class Cli {
   /** `--json`: print the API's answer as JSON on stdout, nothing else there. */
   get json(): boolean {
     return Boolean(this.#options.json);
+  }
+
+  /** True when the commands run with the API key in `CLOUD_API_KEY` rather than the stored login. */
+  get usingApiKey(): boolean {
+    return Boolean(this.env[API_KEY_VARIABLE]);
   }
 
   /** `--api-url`, else `CLOUD_API_URL`, else the API of the stored login, else {@link DEFAULT_API_URL}. */
@@ -95,6 +100,36 @@ export class Cli {
   /** A message for the person at the terminal (stderr, so that stdout stays the command's output). */
   note(message: string): void {
     process.stderr.write(`${message}\n`);
+  }
+
+  /**
+   * Asks before something that cannot be undone: on a terminal `question` must be answered yes (else exit 1,
+   * nothing done); elsewhere `--yes` is required (else exit 2), so that a script never acts on an unasked question.
+   */
+  async confirm(
+    question: string | (() => Promise<string>),
+    yes: boolean | undefined,
+    what: string,
+  ): Promise<void> {
+    if (yes) return;
+    if (!process.stdin.isTTY) throw new CliError(`${what} needs a confirmation: pass --yes`, EXIT.USAGE);
+    const answer = await ask(`${typeof question === 'string' ? question : await question()} [y/N] `);
+    if (!/^y(es)?$/i.test(answer)) throw new CliError('cancelled: nothing was changed', EXIT.FAILURE);
+  }
+
+  /**
+   * The signed-in user's password: all of standard input with `--password-stdin`, else asked without echo on a
+   * terminal; elsewhere a usage error (exit 2).
+   */
+  async password(passwordStdin: boolean | undefined, prompt = 'Password: '): Promise<string> {
+    const password = passwordStdin
+      ? await readStdin()
+      : process.stdin.isTTY
+        ? await ask(prompt, { hidden: true })
+        : undefined;
+    if (!password)
+      throw new CliError('no password: give it on standard input with --password-stdin', EXIT.USAGE);
+    return password;
   }
 
   /** Polls until `done`, showing a progress line; returns the last state. */

@@ -40,8 +40,14 @@ export function exitCodeFor(error: PlatformApiError): ExitCode {
   return EXIT.FAILURE;
 }
 
-/** One line for any error: the message, the API's code and the request id to quote to support. */
-export function describeError(error: unknown): { line: string; exitCode: ExitCode } {
+/**
+ * One line for any error: the message, the API's code and the request id to quote to support. `apiKeyVariable`
+ * names the environment variable whose API key made the call, if one did: a 403 then says what the key cannot do.
+ */
+export function describeError(
+  error: unknown,
+  context: { apiKeyVariable?: string } = {},
+): { line: string; exitCode: ExitCode } {
   if (error instanceof CliError) return { line: `error: ${error.message}`, exitCode: error.exitCode };
   if (error instanceof PlatformApiError) {
     const first: Record<string, unknown> | undefined = error.details?.[0];
@@ -52,13 +58,25 @@ export function describeError(error: unknown): { line: string; exitCode: ExitCod
     const tags = [error.code, error.requestId ? `request ${error.requestId}` : undefined].filter(Boolean);
     const retry =
       'retryAfter' in error && typeof error.retryAfter === 'number' ? `; retry in ${error.retryAfter}s` : '';
+    const hint =
+      error.status === 403 && context.apiKeyVariable ? `; ${apiKeyHint(error, context.apiKeyVariable)}` : '';
     return {
-      line: `error: ${oneLine(error.message)}${detail} [${tags.join(', ')}]${retry}`,
+      line: `error: ${oneLine(error.message)}${detail} [${tags.join(', ')}]${retry}${hint}`,
       exitCode: exitCodeFor(error),
     };
   }
   const message = error instanceof Error ? error.message : String(error);
   return { line: `error: ${oneLine(message)}`, exitCode: EXIT.FAILURE };
+}
+
+/**
+ * Why the API key was refused: identity, key, user, webhook and audit operations are closed to every key (unset the
+ * variable to use the stored login); anything else needs a permission the key does not list or its creator lost.
+ */
+function apiKeyHint(error: PlatformApiError, variable: string): string {
+  return /API key/i.test(error.message)
+    ? `the API key in ${variable} cannot do this: unset ${variable} to use your \`cloud login\``
+    : `the API key in ${variable} does not allow this: create a key with the permission (\`cloud api-keys create\`)`;
 }
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, ' ').trim();

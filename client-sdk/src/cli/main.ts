@@ -10,7 +10,9 @@ import { describeError, EXIT } from './exit-codes.js';
 
 export function buildProgram(): { program: Command; cli: Cli } {
   const program = new Command('cloud')
-    .description('Manage Cloud Platform resources: VPN connections, sites, databases, billing and webhooks.')
+    .description(
+      'Manage Cloud Platform resources: VPN connections, sites, databases, billing, webhooks, API keys and the organization.',
+    )
     .version(pkg.version, '-v, --version')
     .option('--json', 'print the API’s answer as JSON (for scripts)')
     .option(
@@ -30,7 +32,7 @@ export function buildProgram(): { program: Command; cli: Cli } {
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
-  const { program } = buildProgram();
+  const { program, cli } = buildProgram();
   // Commander prints its own usage errors (one line each), then main returns the usage status.
   program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
   try {
@@ -41,7 +43,10 @@ export async function main(argv: readonly string[]): Promise<number> {
       // Help and version exit 0; everything else commander refuses is a usage error (already printed).
       return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     }
-    const { line, exitCode } = describeError(err);
+    const { line, exitCode } = describeError(
+      err,
+      cli.usingApiKey ? { apiKeyVariable: API_KEY_VARIABLE } : {},
+    );
     process.stderr.write(`${line}\n`);
     return exitCode;
   }

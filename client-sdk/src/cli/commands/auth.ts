@@ -3,7 +3,7 @@ import { API_KEY_VARIABLE } from '../cli.js';
 import { defineCommandGroup } from '../command-group.js';
 import { credentialsFile, loadCredentials, removeCredentials, saveCredentials } from '../credentials.js';
 import { CliError, EXIT } from '../exit-codes.js';
-import { ask, fields, readStdin } from '../output.js';
+import { ask, fields } from '../output.js';
 
 interface LoginOptions {
   email?: string;
@@ -27,13 +27,7 @@ export default defineCommandGroup({
       .action(async (options: LoginOptions) => {
         const email = options.email ?? (interactive() ? await ask('Email: ') : undefined);
         if (!email) throw new CliError('missing --email', EXIT.USAGE);
-        const password = options.passwordStdin
-          ? await readStdin()
-          : interactive()
-            ? await ask('Password: ', { hidden: true })
-            : undefined;
-        if (!password)
-          throw new CliError('no password: give it on standard input with --password-stdin', EXIT.USAGE);
+        const password = await cli.password(options.passwordStdin);
 
         const apiUrl = cli.apiUrl(undefined);
         const client = cli.anonymousClient({ baseUrl: apiUrl });
@@ -91,7 +85,9 @@ export default defineCommandGroup({
 
     program
       .command('whoami')
-      .description(`show the signed-in user (or the owner of the API key in ${API_KEY_VARIABLE})`)
+      .description(
+        `show the signed-in user (not with an API key in ${API_KEY_VARIABLE}: keys cannot call /auth)`,
+      )
       .action(async () => {
         const { user } = await cli.client().auth.me.query();
         cli.print({ user }, () =>

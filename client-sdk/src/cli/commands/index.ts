@@ -1,7 +1,9 @@
 import type { CommandGroup } from '../command-group.js';
+import apiKeys from './api-keys.js';
 import auth from './auth.js';
 import billing from './billing.js';
 import databases from './databases.js';
+import organization from './organization.js';
 import sites from './sites.js';
 import vpn from './vpn.js';
 import webhooks from './webhooks.js';
@@ -10,4 +12,13 @@ import webhooks from './webhooks.js';
  * Every command group, in the order of `cloud --help`. A new group is one file in this directory, default-exporting
  * `defineCommandGroup({...})`, and its line here (client-sdk/README.md, "Adding a command group").
  */
-export const commandGroups: readonly CommandGroup[] = [auth, vpn, sites, databases, billing, webhooks];
+export const commandGroups: readonly CommandGroup[] = [
+  auth,
+  vpn,
+  sites,
+  databases,
+  billing,
+  webhooks,
+  apiKeys,
+  organization,
+];
