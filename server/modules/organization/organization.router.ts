@@ -57,7 +57,11 @@ export const organizationRouter = router({
           '`user.updated` is emitted for both. Applies from each user’s next request. A user of the organization ' +
           'who is not an active admin → 409; an unknown id or another organization’s user → 404; a wrong password ' +
           '→ 401 `INVALID_CREDENTIALS`.',
-        errorResponses: { 409: 'The user is not an active admin of the organization' },
+      },
+      errors: {
+        INVALID_CREDENTIALS: 'Wrong password',
+        NOT_FOUND: 'No such user in the organization',
+        CONFLICT: 'The user is not an active admin of the organization',
       },
     })
     .input(ZTransferOwnershipInput)
@@ -80,6 +84,7 @@ export const organizationRouter = router({
           'durable job then removes every row of the organization (users, resources, backups, invoices, ' +
           'deliveries, audit entries) by `deletion_scheduled`; then its users’ emails can register again.',
       },
+      errors: { INVALID_CREDENTIALS: 'Wrong password' },
       successStatus: 202,
       deleteWithBody: true,
     })
