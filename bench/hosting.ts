@@ -8,8 +8,7 @@
 import nodeHttp from 'node:http';
 import pg from 'pg';
 import type { BenchContext } from './lib/plugin.js';
-import { measureLoad } from './lib/load.js';
-import { freePort, startServerProcess } from './lib/processes.js';
+import { listAgainstBaseline } from './lib/list-baseline.js';
 import { fmt } from './lib/report.js';
 
 const SITES = 1000;
@@ -89,57 +88,14 @@ async function seed(ctx: BenchContext): Promise<void> {
 async function listFigures(ctx: BenchContext): Promise<void> {
   ctx.report.section(`Hosting: GET /v1/hosting/sites (page of 20 of ${fmt(SITES)}), PostgreSQL`);
   await seed(ctx);
-  const port = await freePort();
-  const baseline = await startServerProcess({
+  await listAgainstBaseline(ctx, {
     name: 'hosting list baseline',
     script: 'bench/lib/hosting-baseline-server.ts',
-    port,
-    env: { PORT: String(port), DATABASE_URL: ctx.databaseUrl, JWT_SECRET: ctx.jwtSecret },
+    path: PATH,
+    total: SITES,
+    sameItems: 'sites',
+    targetRatio: TARGET_RATIO,
   });
-  let base;
-  try {
-    const probe = await fetch(`${baseline.baseUrl}${PATH}`, { headers: ctx.headers });
-    const body = (await probe.json()) as { total: number; sites: unknown[] };
-    const ours = await ctx.api<{ sites: unknown[] }>('GET', PATH);
-    if (probe.status !== 200 || body.total !== SITES) {
-      throw new Error(`baseline answered ${probe.status} with total ${body.total}`);
-    }
-    if (JSON.stringify(body.sites) !== JSON.stringify(ours.body.sites)) {
-      throw new Error('the baseline does not answer the same list');
-    }
-    // The baseline runs while the server under test sits idle.
-    base = await measureLoad({
-      url: `${baseline.baseUrl}${PATH}`,
-      headers: ctx.headers,
-      connections: ctx.settings.connections,
-      durationSec: ctx.settings.durationSec,
-      warmupSec: ctx.settings.warmupSec,
-    });
-  } finally {
-    await baseline.stop();
-  }
-  ctx.report.figure('baseline: Fastify + jsonwebtoken + pg, req/s', base.rps, 'req/s');
-  ctx.report.figure('baseline p50', base.p50, 'ms');
-  ctx.report.figure('baseline p99', base.p99, 'ms');
-
-  const r = await ctx.load({ path: PATH });
-  const min = TARGET_RATIO * base.rps;
-  ctx.report.figure(`GET ${PATH}, ${ctx.settings.connections} connections`, r.rps, 'req/s', {
-    target: `≥ ${fmt(min)} req/s (${TARGET_RATIO} × baseline)`,
-    met: r.rps >= min,
-  });
-  ctx.report.figure('  share of the baseline', (100 * r.rps) / base.rps, '%', {
-    target: `≥ ${TARGET_RATIO * 100} %`,
-    met: r.rps >= min,
-  });
-  ctx.report.figure('  p50', r.p50, 'ms');
-  ctx.report.figure('  p99', r.p99, 'ms');
-  if (r.non2xx || r.errors || base.non2xx || base.errors) {
-    ctx.report.note(
-      `non-2xx or errors: server ${JSON.stringify(r.statusCodes)} / ${r.errors}, ` +
-        `baseline ${JSON.stringify(base.statusCodes)} / ${base.errors}`,
-    );
-  }
 }
 
 interface Follower {

@@ -4,8 +4,7 @@
 // Target: at least half the baseline's throughput.
 import pg from 'pg';
 import type { BenchContext } from './lib/plugin.js';
-import { measureLoad } from './lib/load.js';
-import { freePort, startServerProcess } from './lib/processes.js';
+import { listAgainstBaseline } from './lib/list-baseline.js';
 import { fmt } from './lib/report.js';
 
 const CONNECTIONS = 1000;
@@ -76,55 +75,11 @@ export async function bench(ctx: BenchContext): Promise<void> {
   ctx.report.section(`VPN: GET /v1/vpn/connections (page of 20 of ${fmt(CONNECTIONS)}), PostgreSQL`);
   await seed(ctx);
 
-  const port = await freePort();
-  const baseline = await startServerProcess({
+  await listAgainstBaseline(ctx, {
     name: 'VPN list baseline',
     script: 'bench/lib/vpn-baseline-server.ts',
-    port,
-    env: {
-      PORT: String(port),
-      DATABASE_URL: ctx.databaseUrl,
-      JWT_SECRET: ctx.jwtSecret,
-    },
+    path: PATH,
+    total: CONNECTIONS,
+    targetRatio: TARGET_RATIO,
   });
-  let base;
-  try {
-    const probe = await fetch(`${baseline.baseUrl}${PATH}`, { headers: ctx.headers });
-    const body = (await probe.json()) as Listed;
-    if (probe.status !== 200 || body.total !== CONNECTIONS) {
-      throw new Error(`baseline answered ${probe.status} with total ${body.total}`);
-    }
-    // The baseline runs while the server under test sits idle, as in the core figures.
-    base = await measureLoad({
-      url: `${baseline.baseUrl}${PATH}`,
-      headers: ctx.headers,
-      connections: ctx.settings.connections,
-      durationSec: ctx.settings.durationSec,
-      warmupSec: ctx.settings.warmupSec,
-    });
-  } finally {
-    await baseline.stop();
-  }
-  ctx.report.figure('baseline: Fastify + jsonwebtoken + pg, req/s', base.rps, 'req/s');
-  ctx.report.figure('baseline p50', base.p50, 'ms');
-  ctx.report.figure('baseline p99', base.p99, 'ms');
-
-  const r = await ctx.load({ path: PATH });
-  const min = TARGET_RATIO * base.rps;
-  ctx.report.figure(`GET ${PATH}, ${ctx.settings.connections} connections`, r.rps, 'req/s', {
-    target: `≥ ${fmt(min)} req/s (${TARGET_RATIO} × baseline)`,
-    met: r.rps >= min,
-  });
-  ctx.report.figure('  share of the baseline', (100 * r.rps) / base.rps, '%', {
-    target: `≥ ${TARGET_RATIO * 100} %`,
-    met: r.rps >= min,
-  });
-  ctx.report.figure('  p50', r.p50, 'ms');
-  ctx.report.figure('  p99', r.p99, 'ms');
-  if (r.non2xx || r.errors || base.non2xx || base.errors) {
-    ctx.report.note(
-      `non-2xx or errors: server ${JSON.stringify(r.statusCodes)} / ${r.errors}, ` +
-        `baseline ${JSON.stringify(base.statusCodes)} / ${base.errors}`,
-    );
-  }
 }
