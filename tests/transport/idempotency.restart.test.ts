@@ -5,21 +5,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
-import pg from 'pg';
 import { usingPostgres } from '../support/env.js';
 import { http } from '../support/http.js';
+import { ownPostgresDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-
-async function adminQuery(url: string, sql: string) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 function freePort(): Promise<number> {
   return new Promise((done, fail) => {
@@ -42,31 +32,21 @@ describe('Idempotency-Key across a crash between the change and the response', f
   this.timeout(180_000);
   let dir: string;
   let databaseUrl: string | undefined;
+  let scratch: ScratchDatabase | undefined;
   let child: ChildProcess | undefined;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'idem-restart-'));
     if (usingPostgres) {
-      const url = new URL(process.env.DATABASE_URL!);
-      const name = `${url.pathname.slice(1)}_idem_restart`;
-      const admin = new URL(url);
-      admin.pathname = '/postgres';
-      await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-      await adminQuery(admin.href, `create database "${name}"`);
-      url.pathname = `/${name}`;
-      databaseUrl = url.href;
+      scratch = await ownPostgresDatabase('idem_restart');
+      databaseUrl = scratch?.url;
     }
   });
 
   after(async () => {
     if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
-    if (databaseUrl) {
-      const admin = new URL(databaseUrl);
-      const name = admin.pathname.slice(1);
-      admin.pathname = '/postgres';
-      await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-    }
+    await scratch?.drop();
   });
 
   const owner = { email: 'crash-owner@example.test', password: randomBytes(12).toString('base64url') };

@@ -1,7 +1,6 @@
-import pg from 'pg';
 import type { AppDeps } from '../../../server/kit/deps.js';
 import { Event } from '../../../server/events/event.entity.js';
-import { usingPostgres } from '../../support/env.js';
+import { ownPostgresDatabase } from '../../support/scratch-database.js';
 import { http } from '../../support/http.js';
 
 export async function addCard(baseUrl: string, token: string, card = 'pm_card_visa', setAsDefault?: boolean) {
@@ -57,16 +56,6 @@ export function local(baseUrl: string, url: string): string {
   return `${baseUrl}${u.pathname}${u.search}`;
 }
 
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 /**
  * On PostgreSQL, a database of the test's own (`<test database>_<suffix>`): servers on one database share the job
  * queue and the renewal sweep, so a server with another BILLING_PERIOD or a fake clock would renew the shared
@@ -75,16 +64,5 @@ async function adminQuery(url: string, sql: string): Promise<void> {
 export async function ownDatabase(
   suffix: string,
 ): Promise<{ url: string | undefined; drop(): Promise<void> }> {
-  if (!usingPostgres) return { url: undefined, drop: async () => {} };
-  const url = new URL(process.env.DATABASE_URL!);
-  const name = `${url.pathname.slice(1)}_${suffix}`;
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-  await adminQuery(admin.href, `create database "${name}"`);
-  url.pathname = `/${name}`;
-  return {
-    url: url.href,
-    drop: () => adminQuery(admin.href, `drop database if exists "${name}" with (force)`),
-  };
+  return (await ownPostgresDatabase(suffix)) ?? { url: undefined, drop: async () => {} };
 }

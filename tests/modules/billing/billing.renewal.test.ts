@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import pg from 'pg';
 import type { AppDeps } from '../../../server/kit/deps.js';
 import type { UsageReporter } from '../../../server/kit/usage.js';
 import { useBillingDriver, type BillingDriver } from '../../../server/modules/billing/billing.driver.js';
@@ -24,6 +23,7 @@ import {
   ownDatabase,
   waitUntil,
 } from './billing-helpers.js';
+import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 
 async function invoicesOf(s: TestServer, token: string, query = '') {
   const res = await http(s.baseUrl, 'GET', `/v1/billing/invoices?limit=100${query}`, { token });
@@ -313,31 +313,16 @@ describe('billing renewals: prorations, add-ons and exactly once (fake clock)', 
   });
 });
 
-async function adminQuery(url: string, sql: string) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 describe('billing renewal across a restart', function () {
   this.timeout(120_000);
   let pgliteDir: string | undefined;
   let databaseUrl: string | undefined;
+  let scratch: ScratchDatabase | undefined;
 
   before(async () => {
     if (usingPostgres) {
-      const url = new URL(process.env.DATABASE_URL!);
-      const name = `${url.pathname.slice(1)}_billing_restart`;
-      const admin = new URL(url);
-      admin.pathname = '/postgres';
-      await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-      await adminQuery(admin.href, `create database "${name}"`);
-      url.pathname = `/${name}`;
-      databaseUrl = url.href;
+      scratch = await ownPostgresDatabase('billing_restart');
+      databaseUrl = scratch?.url;
     } else {
       pgliteDir = join(mkdtempSync(join(tmpdir(), 'billing-restart-')), 'pglite');
     }
@@ -345,12 +330,7 @@ describe('billing renewal across a restart', function () {
 
   after(async () => {
     if (pgliteDir) rmSync(join(pgliteDir, '..'), { recursive: true, force: true });
-    if (databaseUrl) {
-      const admin = new URL(databaseUrl);
-      const name = admin.pathname.slice(1);
-      admin.pathname = '/postgres';
-      await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-    }
+    await scratch?.drop();
   });
 
   it('a process stopped in the middle of a renewal: the next one bills that period once, and every later one once', async () => {

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 import { Event } from '../../../server/events/event.entity.js';
 import type { AppDeps } from '../../../server/kit/deps.js';
 import { ManagedDatabase } from '../../../server/modules/databases/database.entity.js';
@@ -95,27 +95,9 @@ export async function storedBackups(deps: AppDeps, databaseId: string): Promise<
     .find(DatabaseBackup, { database: databaseId }, { orderBy: { createdAt: 'asc' } });
 }
 
-async function adminQuery(url: string, sql: string) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 /** A PostgreSQL database of its own next to the run's one (`<run db>_<suffix>`), created empty; its URL. */
-export async function scratchPostgres(suffix: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const url = new URL(process.env.DATABASE_URL!);
-  const name = `${url.pathname.slice(1)}_${suffix}`;
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-  await adminQuery(admin.href, `create database "${name}"`);
-  url.pathname = `/${name}`;
-  return {
-    url: url.href,
-    drop: () => adminQuery(admin.href, `drop database if exists "${name}" with (force)`),
-  };
+export async function scratchPostgres(suffix: string): Promise<ScratchDatabase> {
+  const db = await ownPostgresDatabase(suffix);
+  if (!db) throw new Error('scratchPostgres needs DATABASE_URL');
+  return db;
 }

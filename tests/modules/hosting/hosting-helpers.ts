@@ -1,6 +1,5 @@
 import nodeHttp from 'node:http';
 import { expect } from 'chai';
-import pg from 'pg';
 import { Event } from '../../../server/events/event.entity.js';
 import type { AppDeps } from '../../../server/kit/deps.js';
 import { HostingSite } from '../../../server/modules/hosting/hosting-site.entity.js';
@@ -217,35 +216,3 @@ export function openSse(
 /** The `log` events' data, parsed. */
 export const logLines = (events: SseEvent[]) =>
   events.filter((e) => e.event === 'log').map((e) => JSON.parse(e.data) as { seq: number; message: string });
-
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-/**
- * On PostgreSQL, an empty database of its own (`<test database>_<suffix>`) for a server whose jobs must not be run by
- * the suite's shared server (the job queue lives in the database); undefined on PGlite, where every server has its
- * own in-memory database anyway.
- */
-export async function ownPostgresDatabase(
-  suffix: string,
-): Promise<{ url: string; drop(): Promise<void> } | undefined> {
-  if (!process.env.DATABASE_URL) return undefined;
-  const url = new URL(process.env.DATABASE_URL);
-  const name = `${url.pathname.slice(1)}_${suffix}`;
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-  await adminQuery(admin.href, `create database "${name}"`);
-  url.pathname = `/${name}`;
-  return {
-    url: url.href,
-    drop: () => adminQuery(admin.href, `drop database if exists "${name}" with (force)`),
-  };
-}

@@ -5,7 +5,8 @@ import { createOrg } from '../../support/factories.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { testConfig } from '../../support/env.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
-import { GIT_REPO, ownPostgresDatabase, waitFor } from './hosting-helpers.js';
+import { ownPostgresDatabase } from '../../support/scratch-database.js';
+import { GIT_REPO, waitFor } from './hosting-helpers.js';
 
 const rejection = (p: Promise<unknown>) =>
   p.then(

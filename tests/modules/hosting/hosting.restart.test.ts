@@ -1,8 +1,8 @@
+import pg from 'pg';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import pg from 'pg';
 import type { Config } from '../../../server/config.js';
 import { testConfig, usingPostgres } from '../../support/env.js';
 import { createOrg } from '../../support/factories.js';
@@ -18,16 +18,7 @@ import {
   waitFor,
   waitForDeployment,
 } from './hosting-helpers.js';
-
-async function adminQuery(url: string, sql: string) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
+import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 
 /** Deployments of the database still `queued` or `building`. */
 async function unfinished(query: (sql: string) => Promise<unknown[]>): Promise<unknown[]> {
@@ -38,17 +29,12 @@ describe('Hosting builds across a restart', function () {
   this.timeout(180_000);
   let pgliteDir: string | undefined;
   let databaseUrl: string | undefined;
+  let scratch: ScratchDatabase | undefined;
 
   beforeEach(async () => {
     if (usingPostgres) {
-      const url = new URL(process.env.DATABASE_URL!);
-      const name = `${url.pathname.slice(1)}_hosting_restart`;
-      const admin = new URL(url);
-      admin.pathname = '/postgres';
-      await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-      await adminQuery(admin.href, `create database "${name}"`);
-      url.pathname = `/${name}`;
-      databaseUrl = url.href;
+      scratch = await ownPostgresDatabase('hosting_restart');
+      databaseUrl = scratch?.url;
     } else {
       pgliteDir = join(mkdtempSync(join(tmpdir(), 'hosting-restart-')), 'pglite');
     }
@@ -56,12 +42,7 @@ describe('Hosting builds across a restart', function () {
 
   afterEach(async () => {
     if (pgliteDir) rmSync(join(pgliteDir, '..'), { recursive: true, force: true });
-    if (databaseUrl) {
-      const admin = new URL(databaseUrl);
-      const name = admin.pathname.slice(1);
-      admin.pathname = '/postgres';
-      await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-    }
+    await scratch?.drop();
   });
 
   const start = (config: Config) => startTestServer({ config, pgliteDataDir: pgliteDir });

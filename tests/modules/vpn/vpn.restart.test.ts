@@ -2,43 +2,28 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import pg from 'pg';
 import type { Config } from '../../../server/config.js';
 import { testConfig, usingPostgres } from '../../support/env.js';
 import { createOrg } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { startTestServer } from '../../support/server.js';
 import { createConnection, eventsOf, waitFor } from './vpn-helpers.js';
+import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 
 /** A server on a database that outlives it: a PGlite directory, or a PostgreSQL database of its own. */
 const start = (config: Config, pgliteDataDir: string | undefined) =>
   startTestServer({ config, pgliteDataDir });
 
-async function adminQuery(url: string, sql: string) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 describe('VPN activation across a restart', function () {
   this.timeout(120_000);
   let pgliteDir: string | undefined;
   let databaseUrl: string | undefined;
+  let scratch: ScratchDatabase | undefined;
 
   before(async () => {
     if (usingPostgres) {
-      const url = new URL(process.env.DATABASE_URL!);
-      const name = `${url.pathname.slice(1)}_vpn_restart`;
-      const admin = new URL(url);
-      admin.pathname = '/postgres';
-      await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-      await adminQuery(admin.href, `create database "${name}"`);
-      url.pathname = `/${name}`;
-      databaseUrl = url.href;
+      scratch = await ownPostgresDatabase('vpn_restart');
+      databaseUrl = scratch?.url;
     } else {
       pgliteDir = join(mkdtempSync(join(tmpdir(), 'vpn-restart-')), 'pglite');
     }
@@ -46,12 +31,7 @@ describe('VPN activation across a restart', function () {
 
   after(async () => {
     if (pgliteDir) rmSync(join(pgliteDir, '..'), { recursive: true, force: true });
-    if (databaseUrl) {
-      const admin = new URL(databaseUrl);
-      const name = admin.pathname.slice(1);
-      admin.pathname = '/postgres';
-      await adminQuery(admin.href, `drop database if exists "${name}" with (force)`);
-    }
+    await scratch?.drop();
   });
 
   it('activates a connection created just before a stop after the next start, once', async () => {

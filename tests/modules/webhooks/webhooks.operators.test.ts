@@ -16,7 +16,7 @@ import { FakeClock } from '../../support/fake-clock.js';
 import { createOrg, createUser, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { sharedServer, startTestServer, type TestServer } from '../../support/server.js';
-import { ownPostgresDatabase } from '../hosting/hosting-helpers.js';
+import { ownPostgresDatabase } from '../../support/scratch-database.js';
 import {
   startReceiver,
   verifyWithThirdPartyLibraries,
