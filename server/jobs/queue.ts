@@ -2,6 +2,7 @@ import { CompiledQuery, type Transaction } from 'kysely';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { Database, Em } from '../db/orm.js';
+import { WakeSignal } from '../lib/wake-signal.js';
 
 export interface JobInfo {
   id: string;
@@ -30,7 +31,10 @@ export interface JobOptions {
   retryDelaySeconds?: number;
   /** Doubles the retry delay on each attempt. */
   retryBackoff?: boolean;
-  /** A running job not finished after this many seconds counts as failed (default 15 minutes). */
+  /**
+   * A running job not finished after this many seconds counts as failed (default 15 minutes), even while its
+   * process is alive. A job whose process died is retried much sooner: see {@link JOB_LEASE_SECONDS}.
+   */
   expireInSeconds?: number;
   /** Jobs fetched per poll. Each job of a batch completes or fails on its own. */
   batchSize?: number;
@@ -103,6 +107,23 @@ export interface JobQueue {
 }
 
 const SCHEMA = 'pgboss';
+
+/**
+ * Crash recovery (README, "Jobs"). A claimed job is held on a lease: the process running it renews the lease every
+ * {@link JOB_HEARTBEAT_MS} while the handler runs (or waits its turn in its batch). A process that dies stops
+ * renewing, so its jobs lapse within `JOB_LEASE_SECONDS`; the queue's supervision (every
+ * {@link JOB_SUPERVISE_SECONDS} in every process) then fails them as timed out, which is a retry like any other (it
+ * counts against `retryLimit`) and runs after the job's retry delay. So a job held by a dead process runs again
+ * within lease + supervision + retry delay (15 + 5 + the delay, a few seconds: under 30 s) of the death, as soon as
+ * some process is running. A live process whose renewals fail for longer than the lease (a database outage, an event
+ * loop blocked that long) may see its job run a second time elsewhere: handlers are idempotent.
+ */
+export const JOB_LEASE_SECONDS = 15;
+/** How often a process renews the leases of the jobs it holds. */
+export const JOB_HEARTBEAT_MS = 5_000;
+/** How often each process looks for jobs whose lease (or `expireInSeconds`) ran out. */
+export const JOB_SUPERVISE_SECONDS = 5;
+const DEFAULT_MAX_RUN_SECONDS = 15 * 60;
 
 interface QueueLogger {
   error(obj: object, msg?: string): void;
@@ -188,20 +209,56 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
   const boss = new PgBoss({
     db: queueDb,
     schema: SCHEMA,
-    // Maintenance (expiry, retention) once a minute is plenty, and keeps the single PGlite connection free.
-    superviseIntervalSeconds: 60,
+    // Expiry of lapsed leases: every process looks every few seconds; the queue's `monitor_on` stamp lets one look
+    // per interval do the work for all (the stamp's interval is a little shorter than the timer's, so that the
+    // looks of one process are never skipped by the stamp of its own previous look).
+    superviseIntervalSeconds: JOB_SUPERVISE_SECONDS,
+    monitorIntervalSeconds: JOB_SUPERVISE_SECONDS - 1,
   });
   boss.on('error', (err) => log.error({ err }, 'job queue error'));
 
   const defs = new Map<string, JobDefinition<never>>();
-  const workerIds = new Map<string, string>();
+  const wakes = new Map<string, WakeSignal>();
+  const loops: Promise<void>[] = [];
+  /** The jobs this process holds (fetched, not yet completed or failed), per queue. */
+  const held = new Map<string, Set<string>>();
   const stopping = new AbortController();
   let running = 0;
   let state: 'new' | 'starting' | 'started' | 'stopped' = 'new';
   let stopped: Promise<void> | undefined;
 
+  /** The lease a job starts on: the queue's `expire_seconds`, renewed by the heartbeat. */
+  const leaseOf = (def: JobDefinition<never>) => Math.min(JOB_LEASE_SECONDS, maxRunOf(def));
+  const maxRunOf = (def: JobDefinition<never>) => def.expireInSeconds ?? DEFAULT_MAX_RUN_SECONDS;
+
+  /**
+   * Renews the leases of the jobs this process holds (those still active), each up to its definition's
+   * `expireInSeconds` from the job's start, which stays the longest a job may run.
+   */
+  async function renewLeases() {
+    for (const [name, ids] of held) {
+      const def = defs.get(name);
+      if (!def || ids.size === 0) continue;
+      try {
+        await queueDb.executeSql(
+          `update ${SCHEMA}.job
+              set expire_seconds = least($3::int, ceil(extract(epoch from (now() - started_on)))::int + $4::int)
+            where name = $1 and id = any($2::uuid[]) and state = 'active'`,
+          [name, [...ids], maxRunOf(def), leaseOf(def)],
+        );
+      } catch (err) {
+        if (!queueDb.closed) log.warn({ err, queue: name }, 'could not renew the leases of running jobs');
+      }
+    }
+  }
+  let renewing: Promise<void> | undefined;
+  let heartbeat: NodeJS.Timeout | undefined;
+
   async function runBatch(def: JobDefinition<never>, jobs: PgBoss.JobWithMetadata<object>[]) {
     running++;
+    const mine = held.get(def.name)!;
+    for (const job of jobs) mine.add(job.id);
+    const done: string[] = [];
     try {
       for (const job of jobs) {
         try {
@@ -211,33 +268,84 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
             retryCount: job.retryCount,
             signal: stopping.signal,
           });
+          done.push(job.id);
         } catch (err) {
           const willRetry = job.retryCount < job.retryLimit;
           log.warn(
             { err, job: job.id, queue: def.name, retryCount: job.retryCount, willRetry },
             'job failed',
           );
-          // Fail this job alone; pg-boss completes the others of the batch (only jobs still active).
-          await boss.fail(def.name, job.id, {
-            message: err instanceof Error ? err.message : String(err),
-          });
+          // Fail this job alone; the others of the batch complete.
+          await boss
+            .fail(def.name, job.id, { message: err instanceof Error ? err.message : String(err) })
+            .then(() => mine.delete(job.id))
+            .catch((e: unknown) => log.error({ err: e, job: job.id, queue: def.name }, 'could not fail a job'));
         }
       }
+      if (done.length > 0) {
+        // Only jobs still active complete: one whose lease lapsed meanwhile is already another attempt's.
+        await boss.complete(def.name, done);
+        for (const id of done) mine.delete(id);
+      }
+    } catch (err) {
+      // Not recorded: the lease lapses and the jobs run again (handlers are idempotent).
+      log.error({ err, queue: def.name }, 'could not complete jobs');
     } finally {
+      for (const job of jobs) mine.delete(job.id);
       running--;
+    }
+  }
+
+  /**
+   * One queue's worker: fetches a batch, runs it, fetches again at once while there is work, otherwise sleeps
+   * until the next poll or a nudge (`notify`). (pg-boss's own workers would bound each batch by the jobs' lease,
+   * which a heartbeat extends: this loop bounds it by nothing, the lease's renewals by `expireInSeconds`.)
+   */
+  async function workLoop(def: JobDefinition<never>, wake: WakeSignal) {
+    const pollMs = (def.pollingIntervalSeconds ?? 0.5) * 1000;
+    let failures = 0;
+    while (!stopping.signal.aborted) {
+      wake.reset();
+      let jobs: PgBoss.JobWithMetadata<object>[] = [];
+      try {
+        jobs = await boss.fetch<object>(def.name, { batchSize: def.batchSize ?? 1, includeMetadata: true });
+        failures = 0;
+      } catch (err) {
+        if (stopping.signal.aborted) break;
+        failures++;
+        log.error({ err, queue: def.name }, 'could not fetch jobs');
+      }
+      if (jobs.length > 0) {
+        await runBatch(def, jobs);
+        continue;
+      }
+      if (stopping.signal.aborted) break;
+      await wake.sleep(failures > 0 ? Math.min(30_000, pollMs * 2 ** Math.min(failures, 6)) : pollMs);
     }
   }
 
   async function stopNow(timeoutMs: number) {
     const deadline = Date.now() + timeoutMs;
     stopping.abort();
+    for (const wake of wakes.values()) wake.nudge();
     if (state === 'started' || state === 'starting') {
-      // Waits for the batches pg-boss knows are running, then fails what is left at the timeout.
-      await boss.stop({ graceful: true, wait: true, close: false, timeout: timeoutMs });
-      // A poll in flight when the stop began can still hand over a batch: wait for it, and for the queue's own last
-      // queries (completing or failing jobs), before the connection goes away.
-      while ((running > 0 || queueDb.inFlight > 0) && Date.now() < deadline) await sleep(10);
-      if (running > 0) log.warn({ running }, 'job queue stopped with handlers still running');
+      await boss.stop({ graceful: false, close: false });
+      // Waits for the running handlers (and a fetch in flight, which may still hand over a batch), then fails the
+      // jobs still held at the timeout, and waits for the queue's own last queries before the connection goes.
+      await Promise.race([Promise.all(loops), sleep(Math.max(0, deadline - Date.now()))]);
+      if (running > 0) {
+        log.warn({ running }, 'job queue stopped with handlers still running');
+        for (const [name, ids] of held) {
+          for (const id of ids) {
+            await boss
+              .fail(name, id, { message: 'the process stopped while the job was running' })
+              .catch((err: unknown) => log.error({ err, queue: name }, 'could not fail a job still running'));
+          }
+        }
+      }
+      clearInterval(heartbeat);
+      await renewing;
+      while (queueDb.inFlight > 0 && Date.now() < deadline + 1000) await sleep(10);
     }
     state = 'stopped';
     await queueDb.close();
@@ -270,23 +378,31 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
           retryLimit: def.retryLimit ?? 0,
           retryDelay: def.retryDelaySeconds ?? 1,
           retryBackoff: def.retryBackoff ?? false,
-          ...(def.expireInSeconds ? { expireInSeconds: def.expireInSeconds } : {}),
+          // Every job starts on a lease, renewed while it runs (JOB_LEASE_SECONDS); `def.expireInSeconds` bounds
+          // the renewals.
+          expireInSeconds: leaseOf(def),
         };
         // createQueue keeps an existing queue as it is: apply the current definition to it.
         // (pg-boss adds its defaults to the options object it is given: each call gets a copy.)
         await boss.createQueue(def.name, { ...queueOptions });
         await boss.updateQueue(def.name, { ...queueOptions });
-        if (def.cron) await boss.schedule(def.name, def.cron, {}, { tz: 'UTC' });
-        const id = await boss.work<object>(
-          def.name,
-          {
-            batchSize: def.batchSize ?? 1,
-            pollingIntervalSeconds: def.pollingIntervalSeconds ?? 0.5,
-            includeMetadata: true,
-          },
-          (jobs) => runBatch(def, jobs),
+        // Jobs queued before leases existed carry the old 15-minute expiry: they start on a lease too.
+        await queueDb.executeSql(
+          `update ${SCHEMA}.job set expire_seconds = $2::int
+            where name = $1 and state < 'active' and expire_seconds > $2::int`,
+          [def.name, leaseOf(def)],
         );
-        workerIds.set(def.name, id);
+        if (def.cron) await boss.schedule(def.name, def.cron, {}, { tz: 'UTC' });
+        held.set(def.name, new Set());
+      }
+      heartbeat = setInterval(() => {
+        renewing ??= renewLeases().finally(() => (renewing = undefined));
+      }, JOB_HEARTBEAT_MS);
+      heartbeat.unref();
+      for (const def of defs.values()) {
+        const wake = new WakeSignal();
+        wakes.set(def.name, wake);
+        loops.push(workLoop(def, wake));
       }
       // A job that is no longer recurring would otherwise keep being queued by its old schedule. (Schedules of
       // queues this process does not define are left alone: they may belong to another process on the database.)
@@ -303,8 +419,7 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
     },
 
     notify(name) {
-      const id = workerIds.get(name);
-      if (id) boss.notifyWorker(id);
+      wakes.get(name)?.nudge();
     },
 
     async getJob(name, id) {
