@@ -16,11 +16,17 @@ export interface ModuleJob<T extends object> extends JobRef<T> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyModuleJob = ModuleJob<any>;
 
+/**
+ * Attempts after the first of a module job that sets none. A job whose process died is retried like a failed one
+ * (README, "Jobs"), so every module job allows retries, and its handler tolerates running again.
+ */
+export const DEFAULT_JOB_RETRY_LIMIT = 3;
+
 /** Defines a job: `name` is `<module>.<verb>`; `options` are the queue's (retries, cron, batch size, ...). */
 export function defineJob<T extends object = Record<string, never>>(
   name: string,
   run: (deps: AppDeps, data: T, job: JobInfo) => Promise<void>,
   options: JobOptions = {},
 ): ModuleJob<T> {
-  return { name, options, run };
+  return { name, options: { retryLimit: DEFAULT_JOB_RETRY_LIMIT, ...options }, run };
 }

@@ -30,6 +30,14 @@ import {
  * take the whole pool.
  */
 
+/**
+ * How long past the attempt's timeout a claimed delivery stays claimed (README, "Webhooks"): the request itself is
+ * over by the timeout, and this leaves room to record its outcome, so a live process never sees its attempt made a
+ * second time elsewhere. A process killed mid-attempt leaves its deliveries due again after the timeout and this
+ * margin (25 s with the default `WEBHOOK_TIMEOUT_MS`), when any process's next look takes them.
+ */
+export const WEBHOOK_LEASE_MARGIN_MS = 15_000;
+
 /** Outcomes written per statement at most. */
 const OUTCOME_BATCH = 200;
 
@@ -89,7 +97,7 @@ export class DeliveryWorker {
     this.concurrency = opts.concurrency ?? 64;
     this.claimBatch = opts.claimBatch ?? 100;
     this.pollIntervalMs = opts.pollIntervalMs ?? 1000;
-    this.leaseMs = deps.config.webhook.timeoutMs + 60_000;
+    this.leaseMs = deps.config.webhook.timeoutMs + WEBHOOK_LEASE_MARGIN_MS;
     this.perWebhookLimit = Math.max(1, Math.floor((this.concurrency * 3) / 4));
   }
 
