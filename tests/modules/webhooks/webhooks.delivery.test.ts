@@ -6,6 +6,7 @@ import { http } from '../../support/http.js';
 import { sharedServer, startTestServer, type TestServer } from '../../support/server.js';
 import { startReceiver, verifyWithThirdPartyLibraries, type Receiver } from './receiver.js';
 import { createWebhook } from './webhook-helpers.js';
+import { WEBHOOK_LEASE_MARGIN_MS } from '../../../server/modules/webhooks/delivery-worker.js';
 
 /** Polls the delivery list until `predicate` holds for the first (newest) delivery. */
 async function waitForDelivery(
@@ -396,5 +397,33 @@ describe('webhook deliveries: timeout', () => {
       response_status: null,
       error: 'Timed out after 300 ms',
     });
+  });
+
+  it('claims an attempt for WEBHOOK_TIMEOUT_MS + 15 s: due again that soon if its process dies mid-attempt', async () => {
+    const owner = await createOrg(s.deps);
+    rx.respond(() => ({ status: 200, delayMs: 2000 }));
+    const hook = await createWebhook(s, owner, rx.url, ['user.updated']);
+    await s.deps.db.orm.em.fork().transactional(async (em) => {
+      recordEvent(em, looseEvent('user.updated'), { id: 'usr_lease' }, owner.organizationId, new Date());
+    });
+    // A claim leaves `updated_at` past `last_attempt_at` (an outcome sets both alike); a look that misses the first
+    // attempt's claim (300 ms) sees the retry's, 5 s later.
+    const deadline = Date.now() + 20_000;
+    let claim: { next_attempt_at: Date; updated_at: Date } | undefined;
+    while (!claim) {
+      const [row] = await s.deps.db.orm.em.fork().execute<{ next_attempt_at: Date; updated_at: Date }[]>(
+        `select next_attempt_at, updated_at from webhook_deliveries
+          where webhook_id = ? and status = 'pending' and attempts > 0
+            and (last_attempt_at is null or last_attempt_at < updated_at)`,
+        [hook.id],
+      );
+      if (row) claim = row;
+      else if (Date.now() > deadline) throw new Error('no claim of the delivery seen');
+      else await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(new Date(claim.next_attempt_at).getTime() - new Date(claim.updated_at).getTime()).to.equal(
+      300 + WEBHOOK_LEASE_MARGIN_MS,
+    );
+    expect(WEBHOOK_LEASE_MARGIN_MS).to.equal(15_000);
   });
 });
