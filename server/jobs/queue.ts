@@ -279,7 +279,9 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
           await boss
             .fail(def.name, job.id, { message: err instanceof Error ? err.message : String(err) })
             .then(() => mine.delete(job.id))
-            .catch((e: unknown) => log.error({ err: e, job: job.id, queue: def.name }, 'could not fail a job'));
+            .catch((e: unknown) =>
+              log.error({ err: e, job: job.id, queue: def.name }, 'could not fail a job'),
+            );
         }
       }
       if (done.length > 0) {

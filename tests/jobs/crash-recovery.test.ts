@@ -31,7 +31,7 @@ async function eventually<T>(check: () => Promise<T>, what: string, ms: number):
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await check();
-    if (value) return value as NonNullable<T>;
+    if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(250);
   }
@@ -94,7 +94,7 @@ describe('jobs held by a killed process', function () {
     });
     children.push(proc);
     let stderr = '';
-    proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const baseUrl = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 90_000;
     for (;;) {
