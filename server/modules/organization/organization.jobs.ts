@@ -93,8 +93,8 @@ async function requeue(deps: AppDeps, data: PurgeJobData, delayMs: number): Prom
 }
 
 /**
- * At start: a removal job for every organization marked deleted whose row is still there (a process stopped or
- * killed in the middle leaves its job `active` until it expires; this resumes at once).
+ * At start: a removal job for every organization marked deleted whose row is still there (a process killed in the
+ * middle leaves its job `active` until its lease lapses, README "Jobs and crash recovery"; this resumes at once).
  */
 export const organizationPurgeResumer = {
   name: 'organization.purge-resumer',
