@@ -109,7 +109,7 @@ export interface JobQueue {
 const SCHEMA = 'pgboss';
 
 /**
- * Crash recovery (README, "Jobs"). A claimed job is held on a lease: the process running it renews the lease every
+ * Crash recovery (README, "Jobs and crash recovery"). A claimed job is held on a lease: the process running it renews the lease every
  * {@link JOB_HEARTBEAT_MS} while the handler runs (or waits its turn in its batch). A process that dies stops
  * renewing, so its jobs lapse within `JOB_LEASE_SECONDS`; the queue's supervision (every
  * {@link JOB_SUPERVISE_SECONDS} in every process) then fails them as timed out, which is a retry like any other (it
@@ -285,7 +285,8 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
         }
       }
       if (done.length > 0) {
-        // Only jobs still active complete: one whose lease lapsed meanwhile is already another attempt's.
+        // Only jobs still active complete (one whose lease lapsed meanwhile and that waits for its retry is left to
+        // it; the retry finds its work done).
         await boss.complete(def.name, done);
         for (const id of done) mine.delete(id);
       }
