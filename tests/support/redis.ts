@@ -26,6 +26,24 @@ export function redisClient(url = TEST_REDIS_URL): Redis {
   return new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: false });
 }
 
+/** Fails with a readable message when the suite's Redis does not answer (instead of servers waiting for it). */
+export async function requireRedis(url = TEST_REDIS_URL): Promise<void> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+  } catch (err) {
+    throw new Error(
+      `This test needs Redis at ${url} (TEST_REDIS_URL): ${(err as Error).message}. Start one with ` +
+        "`redis-server --save '' --daemonize yes`.",
+      { cause: err },
+    );
+  } finally {
+    client.disconnect();
+  }
+}
+
 /** Deletes every key under `prefix` on `url`. */
 export async function deleteRedisKeys(prefix: string, url = TEST_REDIS_URL): Promise<void> {
   const client = redisClient(url);

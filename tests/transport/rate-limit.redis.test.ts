@@ -14,6 +14,7 @@ import {
   freePort,
   redisClient,
   redisServerAvailable,
+  requireRedis,
   uniqueRedisPrefix,
 } from '../support/redis.js';
 import { expectError } from './envelope.js';
@@ -55,11 +56,11 @@ describe('rate limits and quotas shared through Redis (REDIS_URL)', function () 
   });
 
   before(async () => {
+    await requireRedis();
     redis = redisClient();
-    [burstServer, quotaServer] = await Promise.all([
-      startTestServer({ clock, env: env({ RATE_LIMIT_BURST: '3' }) }),
-      startTestServer({ clock, env: env({}) }),
-    ]);
+    // One after the other: on PostgreSQL they share the run's database, which the first one migrates.
+    burstServer = await startTestServer({ clock, env: env({ RATE_LIMIT_BURST: '3' }) });
+    quotaServer = await startTestServer({ clock, env: env({}) });
   });
   after(async () => {
     await Promise.all([burstServer?.close(), quotaServer?.close()]);
