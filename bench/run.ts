@@ -8,7 +8,9 @@
 //
 // Settings: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench; dropped and created again),
 // BENCH_DURATION (measured seconds per load, 15), BENCH_WARMUP (3), BENCH_CONNECTIONS (50), BCRYPT_COST (12),
-// BENCH_SERVER_NODE_ARGS (extra Node flags for the server under test, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+// BENCH_SERVER_NODE_ARGS (extra Node flags for the server under test, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
+// BENCH_REDIS_URL (the servers under test keep their limits in this Redis, as with REDIS_URL, under a key prefix of
+// the run's own; unset: in process, the default; bench/scale-limits.ts uses it, else redis://127.0.0.1:6379).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -26,6 +28,7 @@ import {
   startServerProcess,
   type ServerHandle,
 } from './lib/processes.js';
+import { deleteRedisKeys } from './lib/redis.js';
 import { Report, fmt } from './lib/report.js';
 
 function envInt(name: string, fallback: number): number {
@@ -44,6 +47,8 @@ const settings: BenchSettings = {
 };
 const BCRYPT_COST = envInt('BCRYPT_COST', 12);
 const DATABASE_URL = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bench';
+const REDIS_URL = process.env.BENCH_REDIS_URL || undefined;
+const REDIS_KEY_PREFIX = `bench:${randomBytes(4).toString('hex')}:`;
 const JWT_SECRET = randomBytes(48).toString('base64url');
 const OWNER = { email: 'bench-owner@example.test', password: randomBytes(12).toString('base64url') };
 /** The server trusts its proxy (TRUST_PROXY=true): /v1/auth/* in production needs HTTPS, as behind a real one. */
@@ -85,6 +90,7 @@ function serverEnv(db: Db, port: number, extra: Record<string, string> = {}): Re
     OWNER_NAME: 'Bench Owner',
     ORGANIZATION_NAME: 'Bench Organization',
     ...(db.kind === 'postgresql' ? { DATABASE_URL: db.url } : {}),
+    ...(REDIS_URL ? { REDIS_URL, REDIS_KEY_PREFIX } : {}),
     ...extra,
   };
 }
@@ -354,7 +360,8 @@ async function main(): Promise<number> {
   console.log(
     `bench: Node ${process.version}, ${settings.cores} cores, load average ${fmt(load1, 2)}; ` +
       `${settings.durationSec} s measured after ${settings.warmupSec} s warm-up per load; ` +
-      `parts: ${parts.filter(want).join(', ')}`,
+      `parts: ${parts.filter(want).join(', ')}` +
+      (REDIS_URL ? `; limits in Redis (${REDIS_URL.replace(/\/\/[^@]*@/, '//')})` : ''),
   );
   if (load1 > settings.cores / 2) {
     console.log(
@@ -394,6 +401,7 @@ async function main(): Promise<number> {
 
 async function cleanUp() {
   await Promise.allSettled([...running].map((s) => s.stop()));
+  if (REDIS_URL) await deleteRedisKeys(REDIS_URL, REDIS_KEY_PREFIX).catch(() => undefined);
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 }
 

@@ -346,19 +346,36 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   );
 
   app.get('/healthz', async () => ({ success: true, status: 'ok' }));
+  // Ready when the database answers and is migrated. With REDIS_URL, Redis is checked too, but a Redis that cannot
+  // be reached only degrades the process (its limits fall back to its own): still 200, with a detail saying so
+  // (docs/deploying.md, "Readiness and draining").
   app.get('/readyz', async (_req, reply) => {
+    const shared = deps.apiUsage.shared;
+    const redis = shared?.check();
     try {
       await deps.db.orm.em.getConnection().execute('select 1');
       const pending = await deps.db.orm.migrator.getPending();
       if (pending.length > 0) throw new Error('migrations pending');
-      return { success: true, status: 'ready', database: deps.db.kind };
     } catch {
+      await redis;
       return sendError(
         _req,
         reply,
         new AppError('SERVICE_UNAVAILABLE', 'Database is unreachable or not migrated'),
       );
     }
+    if (!redis) return { success: true, status: 'ready', database: deps.db.kind };
+    if ((await redis) === 'connected') {
+      return { success: true, status: 'ready', database: deps.db.kind, redis: 'connected' };
+    }
+    return {
+      success: true,
+      status: 'degraded',
+      database: deps.db.kind,
+      redis: 'unreachable',
+      detail:
+        'Redis is unreachable: burst limits and monthly quotas are counted by this process alone until it is back',
+    };
   });
 
   // Built once: the router does not change while the process runs.

@@ -100,6 +100,26 @@ const ZEnv = z.object({
   WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', 100, 60_000).default(10_000),
   WEBHOOK_DISABLE_AFTER: duration('WEBHOOK_DISABLE_AFTER', 1000, 365 * 86_400_000).default(5 * 86_400_000),
   RATE_LIMIT_BURST: int('RATE_LIMIT_BURST', 1, 1_000_000).default(100),
+  REDIS_URL: z
+    .string()
+    .trim()
+    .refine((s) => {
+      if (!/^rediss?:\/\//.test(s)) return false;
+      try {
+        const url = new URL(s);
+        return url.hostname !== '' && /^(\/\d{0,5})?$/.test(url.pathname);
+      } catch {
+        return false;
+      }
+    }, 'REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379 or redis://:password@host:6379/0')
+    .optional(),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(
+      /^[\x21-\x7e]{1,100}$/,
+      'REDIS_KEY_PREFIX must be 1 to 100 printable ASCII characters without spaces',
+    )
+    .default('cloud-platform:'),
   AUDIT_LOG_ENABLED: bool('AUDIT_LOG_ENABLED').default(true),
   SITES_DOMAIN: z
     .string()
@@ -202,6 +222,11 @@ export interface Config {
     disableAfterMs: number;
   };
   rateLimitBurst: number;
+  /**
+   * Redis shared by every process for the burst limits and the monthly quota counters (docs/deploying.md); undefined:
+   * each process keeps its own and no Redis connection is made.
+   */
+  redis: { url: string; keyPrefix: string } | undefined;
   /** False only to measure what the audit log costs (the benchmark); every change is audited otherwise. */
   auditLogEnabled: boolean;
   /** Sites are served at `https://<slug>.<sitesDomain>` (README, "Hosting"). */
@@ -230,7 +255,7 @@ export class ConfigError extends Error {
 type Env = z.infer<typeof ZEnv>;
 
 /** Values never repeated in an error message. */
-const SECRET_KEYS = new Set(['JWT_SECRET', 'TWO_FACTOR_KEY', 'OWNER_PASSWORD', 'DATABASE_URL']);
+const SECRET_KEYS = new Set(['JWT_SECRET', 'TWO_FACTOR_KEY', 'OWNER_PASSWORD', 'DATABASE_URL', 'REDIS_URL']);
 
 function problemLine(key: string, message: string, value: string | undefined): string {
   const line = message.startsWith(key) ? message : `${key}: ${message}`;
@@ -331,6 +356,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       disableAfterMs: v.WEBHOOK_DISABLE_AFTER,
     },
     rateLimitBurst: v.RATE_LIMIT_BURST,
+    redis: v.REDIS_URL ? { url: v.REDIS_URL, keyPrefix: v.REDIS_KEY_PREFIX } : undefined,
     auditLogEnabled: v.AUDIT_LOG_ENABLED,
     sitesDomain: v.SITES_DOMAIN,
     databases: { backupIntervalMs: v.BACKUP_INTERVAL, deletionGraceMs: v.DATABASE_DELETION_GRACE },

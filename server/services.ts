@@ -1,8 +1,9 @@
 import { hkdfSync } from 'node:crypto';
 import { resolve } from 'node:path';
 import pino from 'pino';
-import { ApiUsage } from './access/api-usage.js';
+import { ApiUsage, BURST_WINDOW_SECONDS } from './access/api-usage.js';
 import { PasswordHasher } from './access/passwords.js';
+import { SharedLimits } from './access/shared-limits.js';
 import { TokenService, resolveJwtSecret } from './access/tokens.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
@@ -63,7 +64,17 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   const keys = { twoFactor: twoFactorKey(config, jwtSecret) };
   const jobs = createJobQueue(db, log);
   const clock = opts.clock ?? systemClock;
-  const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst);
+  // Only with REDIS_URL: the burst limits and monthly quotas shared by several processes (docs/deploying.md).
+  const shared = config.redis
+    ? await SharedLimits.connect({
+        url: config.redis.url,
+        keyPrefix: config.redis.keyPrefix,
+        burstLimit: config.rateLimitBurst,
+        burstWindowSeconds: BURST_WINDOW_SECONDS,
+        log,
+      })
+    : undefined;
+  const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst, shared);
   const mail = opts.mail ?? new LogMailDriver(log);
   const passwords = new PasswordHasher({ cost: config.bcryptCost });
   const deps: AppDeps = {
@@ -92,7 +103,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
 const stops = new WeakMap<AppDeps, Promise<void>>();
 
 /**
- * Stops what startServices started, in reverse order: the workers, the usage counters, the job queue (running
+ * Stops what startServices started, in reverse order: the workers, the usage counters (and Redis), the job queue (running
  * handlers finish their current job), then the database. Every step runs even if one before it failed, and each has
  * a time budget so that a stuck one cannot hang the shutdown; any failure is reported at the end. Calling it again
  * waits for the same stop.
@@ -127,6 +138,8 @@ async function stopInOrder(deps: AppDeps): Promise<void> {
   };
   await step('workers', 15_000, () => stopModuleWorkers(deps));
   await step('api usage', 5_000, () => deps.apiUsage.stop());
+  const shared = deps.apiUsage.shared;
+  if (shared) await step('redis', 5_000, () => shared.close());
   await step('job queue', 15_000, () => deps.jobs.stop(10_000));
   await step('database', 10_000, () => deps.db.close());
   await step('password hashing', 5_000, () => deps.passwords.close());

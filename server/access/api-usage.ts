@@ -4,6 +4,7 @@ import type { Database, Em } from '../db/orm.js';
 import { AppError } from '../lib/errors.js';
 import { planLimit, type PlanId } from '../lib/plans.js';
 import type { Clock } from '../lib/time.js';
+import type { QuotaTicket, SharedLimits } from './shared-limits.js';
 
 /** Burst window (README, "Rate limits and quotas"): `RATE_LIMIT_BURST` requests per this many seconds, per login session. */
 export const BURST_WINDOW_SECONDS = 10;
@@ -26,6 +27,8 @@ export interface BurstState {
   remaining: number;
   /** Seconds until the window resets (≥ 1). */
   resetSeconds: number;
+  /** With Redis: what counting the request against the monthly quota gave, in the same round trip (admit). */
+  quota?: QuotaTicket;
 }
 
 export function rateLimitedError(b: BurstState): AppError {
@@ -62,11 +65,25 @@ interface OrgMonth {
   usedAt: number;
 }
 
+interface OutageCalls {
+  month: string;
+  calls: number;
+}
+
 const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 const utcMonth = (d: Date) => d.toISOString().slice(0, 7);
 const monthStartDay = (d: Date) => `${utcMonth(d)}-01`;
 function nextMonthStart(d: Date): Date {
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1));
+}
+
+function quotaExceeded(plan: PlanId, limit: number, now: Date): AppError {
+  const retryAfter = Math.max(1, Math.ceil((nextMonthStart(now).getTime() - now.getTime()) / 1000));
+  return new AppError(
+    'QUOTA_EXCEEDED',
+    `Monthly API quota of the ${plan} plan (${limit} calls) is used up until the period ends`,
+    { retryAfter },
+  );
 }
 
 /** In-memory counters of each process, found from any EntityManager of its database (see apiCallsSince). */
@@ -80,6 +97,11 @@ const registry = new WeakMap<object, ApiUsage>();
  * total of an organization is read from the database on its first request and every 30 s after, so that several
  * processes sharing a database converge on the same total; between reads a process may overshoot the quota by what
  * the others counted meanwhile.
+ *
+ * With `REDIS_URL` (docs/deploying.md), the burst windows and the monthly totals live in Redis instead (SharedLimits),
+ * exact across processes, in one round trip per request; the daily counters are still written to the database, which
+ * stays the billing record. While Redis cannot be reached, each process falls back to the in-memory limits above,
+ * and the calls it admits meanwhile are added to the Redis total when it is back.
  */
 export class ApiUsage {
   private pending = new Map<string, DayCount>();
@@ -88,6 +110,10 @@ export class ApiUsage {
   private readonly orgs = new Map<string, OrgMonth>();
   private readonly loading = new Map<string, Promise<OrgMonth>>();
   private readonly burst: RateLimiterMemory;
+  /** Calls admitted by this process while Redis could not be reached, per organization, not yet added there. */
+  private readonly outage = new Map<string, OutageCalls>();
+  /** Database reads of a month's total for a Redis counter being seeded, shared by concurrent requests. */
+  private readonly seeding = new Map<string, Promise<number>>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -96,6 +122,8 @@ export class ApiUsage {
     private readonly clock: Clock,
     private readonly log: Logger,
     readonly burstLimit: number,
+    /** The limits shared through Redis (REDIS_URL); undefined: this process's own. */
+    readonly shared?: SharedLimits,
   ) {
     // rate-limiter-flexible's memory store: a fixed 10 s window per key with expiring records.
     this.burst = new RateLimiterMemory({ points: burstLimit, duration: BURST_WINDOW_SECONDS });
@@ -119,6 +147,17 @@ export class ApiUsage {
    * rate-limit hit of its organization.
    */
   async consumeBurst(sessionId: string, organizationId: string, userId: string): Promise<BurstState> {
+    if (this.shared) {
+      const month = utcMonth(this.clock.now());
+      const r = await this.shared.consume(
+        sessionId,
+        organizationId,
+        month,
+        this.outageCalls(organizationId, month),
+      );
+      if (!r.allowed) this.count(organizationId, userId, 0, 1);
+      return { ...this.burstState(r.res, r.allowed), quota: r.quota };
+    }
     try {
       return this.burstState(await this.burst.consume(sessionId), true);
     } catch (err) {
@@ -140,25 +179,152 @@ export class ApiUsage {
   /**
    * Counts one authenticated request against the monthly quota of the organization's plan. Throws QUOTA_EXCEEDED
    * (Retry-After: until the calendar month ends, UTC) when the quota is used up; refused requests do not count.
+   * `burst` is what consumeBurst answered for the same request (with Redis, it already counted the call there).
    */
-  async admit(organizationId: string, userId: string, plan: PlanId): Promise<void> {
+  async admit(organizationId: string, userId: string, plan: PlanId, burst?: BurstState): Promise<void> {
     const limit = planLimit(plan, 'api_calls');
+    const now = this.clock.now();
+    if (this.shared) {
+      const month = utcMonth(now);
+      const ticket: QuotaTicket =
+        burst?.quota?.organizationId === organizationId && burst.quota.month === month
+          ? burst.quota
+          : { kind: 'skipped', organizationId, month };
+      // Counted for another organization or month (the token's, or the month turned over meanwhile): given back.
+      if (burst?.quota && ticket !== burst.quota) this.release(burst);
+      const used = await this.sharedCount(ticket, limit, now);
+      if (typeof used === 'number') {
+        if (used > limit) {
+          // The counter holds admitted calls only: take this one back.
+          void this.shared.uncount(organizationId, month);
+          this.count(organizationId, userId, 0, 1);
+          throw quotaExceeded(plan, limit, now);
+        }
+        this.recordApiCall(organizationId, userId);
+        return;
+      }
+      // Redis could not be reached: this process's own count decides, and Redis gets the call when it is back,
+      // unless a command that may have counted it there went out (timed out, or the connection dropped under it).
+      await this.admitLocally(organizationId, userId, plan, limit, now);
+      if (used === 'unsent') this.noteOutageCall(organizationId, month);
+      return;
+    }
+    await this.admitLocally(organizationId, userId, plan, limit, now);
+  }
+
+  /**
+   * The request was refused after consumeBurst, before admit (its session was revoked, its user removed): with
+   * Redis, the call the burst step counted toward the monthly quota is taken back.
+   */
+  release(burst: BurstState): void {
+    const q = burst.quota;
+    if (!this.shared || q?.kind !== 'counted') return;
+    this.settleOutageCalls(q.organizationId, q.month, q.extra);
+    void this.shared.uncount(q.organizationId, q.month);
+  }
+
+  private async admitLocally(
+    organizationId: string,
+    userId: string,
+    plan: PlanId,
+    limit: number,
+    now: Date,
+  ): Promise<void> {
     if (limit === Number.POSITIVE_INFINITY) {
       this.recordApiCall(organizationId, userId);
       return;
     }
-    const now = this.clock.now();
     const state = await this.orgMonth(organizationId, now);
     if (state.stored + state.unflushed >= limit) {
       this.count(organizationId, userId, 0, 1);
-      const retryAfter = Math.max(1, Math.ceil((nextMonthStart(now).getTime() - now.getTime()) / 1000));
-      throw new AppError(
-        'QUOTA_EXCEEDED',
-        `Monthly API quota of the ${plan} plan (${limit} calls) is used up until the period ends`,
-        { retryAfter },
-      );
+      throw quotaExceeded(plan, limit, now);
     }
     this.recordApiCall(organizationId, userId);
+  }
+
+  /**
+   * The organization's calls this month in Redis, this one included (counted now if the ticket did not); when Redis
+   * could not count it, whether the command certainly never went out (`unsent`) or may have counted it (`unknown`).
+   */
+  private async sharedCount(
+    ticket: QuotaTicket,
+    limit: number,
+    now: Date,
+  ): Promise<number | 'unsent' | 'unknown'> {
+    const shared = this.shared!;
+    const { organizationId, month } = ticket;
+    if (ticket.kind === 'failed') return ticket.sent ? 'unknown' : 'unsent';
+    if (!shared.connected && ticket.kind !== 'counted') return 'unsent';
+    try {
+      switch (ticket.kind) {
+        case 'counted':
+          this.settleOutageCalls(organizationId, month, ticket.extra);
+          return ticket.used;
+        case 'skipped': {
+          const extra = this.outageCalls(organizationId, month);
+          const used = await shared.count(organizationId, month, extra);
+          if (used !== undefined) {
+            this.settleOutageCalls(organizationId, month, extra);
+            return used;
+          }
+          break;
+        }
+        case 'missing':
+          break;
+      }
+      // No counter yet this month (or Redis lost it). Unlimited plans need none; others start from the database.
+      if (limit === Number.POSITIVE_INFINITY) {
+        this.outage.delete(organizationId);
+        return 0;
+      }
+      const seed = await this.monthTotalForSeed(organizationId, now);
+      const extra = this.outageCalls(organizationId, month);
+      const ttlSeconds = Math.ceil((nextMonthStart(now).getTime() - now.getTime()) / 1000) + 86_400;
+      const used = await shared.seedAndCount(organizationId, month, seed, extra, ttlSeconds);
+      this.settleOutageCalls(organizationId, month, extra);
+      return used;
+    } catch {
+      return 'unknown';
+    }
+  }
+
+  /** Calls of the month so far as this process knows them: the database's total and its own unflushed calls. */
+  private monthTotalForSeed(organizationId: string, now: Date): Promise<number> {
+    let reading = this.seeding.get(organizationId);
+    if (!reading) {
+      reading = this.monthTotalFromDb(organizationId, now)
+        .then((stored) => {
+          const month = utcMonth(now);
+          let unflushed = 0;
+          for (const e of this.pending.values()) {
+            if (e.organizationId === organizationId && e.day.startsWith(month)) unflushed += e.calls;
+          }
+          return stored + unflushed;
+        })
+        .finally(() => this.seeding.delete(organizationId));
+      this.seeding.set(organizationId, reading);
+    }
+    return reading;
+  }
+
+  private outageCalls(organizationId: string, month: string): number {
+    const entry = this.outage.get(organizationId);
+    return entry?.month === month ? entry.calls : 0;
+  }
+
+  private noteOutageCall(organizationId: string, month: string): void {
+    const entry = this.outage.get(organizationId);
+    if (entry?.month === month) entry.calls += 1;
+    else this.outage.set(organizationId, { month, calls: 1 });
+  }
+
+  /** `sent` outage calls were added to the Redis total. */
+  private settleOutageCalls(organizationId: string, month: string, sent: number): void {
+    if (sent === 0) return;
+    const entry = this.outage.get(organizationId);
+    if (entry?.month !== month) return;
+    entry.calls -= sent;
+    if (entry.calls <= 0) this.outage.delete(organizationId);
   }
 
   /**
@@ -282,6 +448,7 @@ export class ApiUsage {
     }
     // Only here (nothing of ours is being written) can a fresh total replace `stored` without double counting.
     const now = this.clock.now();
+    for (const [orgId, entry] of this.outage) if (entry.month !== utcMonth(now)) this.outage.delete(orgId);
     for (const [orgId, state] of this.orgs) {
       if (now.getTime() - state.usedAt > QUOTA_IDLE_MS || utcMonth(now) !== state.month) {
         this.orgs.delete(orgId);

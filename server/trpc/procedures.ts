@@ -63,7 +63,9 @@ export const authEndpointProcedure = baseProcedure
 
 /**
  * Token → burst limit (memory, before any query) → user, organization and session (one query) → monthly quota.
- * Every authenticated response carries the burst headers, 429s included.
+ * Every authenticated response carries the burst headers, 429s included. With Redis, the burst and the quota are
+ * both counted in the one round trip before the query (the quota against the organization of the token), and the
+ * plan's limit is applied to that count once the organization is loaded.
  */
 async function loadActor(ctx: Context): Promise<Actor> {
   const { tokens, apiUsage, clock } = ctx.deps;
@@ -73,8 +75,15 @@ async function loadActor(ctx: Context): Promise<Actor> {
   const burst = await apiUsage.consumeBurst(claims.sid, claims.org, claims.sub);
   Object.assign(ctx.response.headers, rateLimitHeaders(burst));
   if (!burst.allowed) throw rateLimitedError(burst);
-  const actor = await loadActorForClaims(ctx.deps.db, claims, now);
-  await apiUsage.admit(actor.organizationId, actor.userId, actor.plan);
+  let actor: Actor;
+  try {
+    actor = await loadActorForClaims(ctx.deps.db, claims, now);
+  } catch (err) {
+    // Not a call (a revoked session, a removed user): what the burst step counted toward the quota is given back.
+    apiUsage.release(burst);
+    throw err;
+  }
+  await apiUsage.admit(actor.organizationId, actor.userId, actor.plan, burst);
   return actor;
 }
 
@@ -89,7 +98,7 @@ async function loadApiKeyActor(ctx: Context, now: Date): Promise<Actor> {
   const burst = await apiUsage.consumeBurst(actor.apiKeyId, actor.organizationId, actor.userId);
   Object.assign(ctx.response.headers, rateLimitHeaders(burst));
   if (!burst.allowed) throw rateLimitedError(burst);
-  await apiUsage.admit(actor.organizationId, actor.userId, actor.plan);
+  await apiUsage.admit(actor.organizationId, actor.userId, actor.plan, burst);
   apiUsage.noteKeyUse(actor.apiKeyId, actor.lastUsedMs, now);
   return actor;
 }

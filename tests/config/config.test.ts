@@ -70,6 +70,7 @@ describe('configuration (README, "Configuration")', () => {
         tls: undefined,
         provisioningDelayMs: 2000,
         rateLimitBurst: 100,
+        redis: undefined,
         logLevel: 'info',
       });
       expect(c.webhook).to.deep.equal({
@@ -101,6 +102,8 @@ describe('configuration (README, "Configuration")', () => {
         WEBHOOK_TIMEOUT_MS: '5000',
         WEBHOOK_DISABLE_AFTER: '36h',
         RATE_LIMIT_BURST: '7',
+        REDIS_URL: 'rediss://:pw@cache.internal:6380/2',
+        REDIS_KEY_PREFIX: 'api-eu:',
         LOG_LEVEL: 'warn',
       });
       expect(c).to.deep.include({
@@ -120,7 +123,12 @@ describe('configuration (README, "Configuration")', () => {
         trustProxy: true,
         provisioningDelayMs: 50,
         rateLimitBurst: 7,
+        redis: { url: 'rediss://:pw@cache.internal:6380/2', keyPrefix: 'api-eu:' },
         logLevel: 'warn',
+      });
+      expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).redis).to.deep.equal({
+        url: 'redis://127.0.0.1:6379',
+        keyPrefix: 'cloud-platform:',
       });
       expect(c.webhook.retryScheduleMs).to.deep.equal([1000, 2000, 180_000]);
       expect(c.webhook.disableAfterMs).to.equal(36 * 3_600_000);
@@ -147,6 +155,8 @@ describe('configuration (README, "Configuration")', () => {
         WEBHOOK_TIMEOUT_MS: '10',
         WEBHOOK_DISABLE_AFTER: 'never',
         RATE_LIMIT_BURST: '0',
+        REDIS_URL: 'http://:hunter2@cache:6379',
+        REDIS_KEY_PREFIX: 'has space',
         LOG_LEVEL: 'loud',
       });
       const expected = [
@@ -165,6 +175,8 @@ describe('configuration (README, "Configuration")', () => {
         'WEBHOOK_TIMEOUT_MS',
         'WEBHOOK_DISABLE_AFTER',
         'RATE_LIMIT_BURST',
+        'REDIS_URL',
+        'REDIS_KEY_PREFIX',
         'LOG_LEVEL',
       ];
       for (const key of expected) {
@@ -175,7 +187,12 @@ describe('configuration (README, "Configuration")', () => {
       }
       expect(problems).to.have.length(expected.length);
       for (const p of problems) expect(p).not.to.include('\n');
-      expect(problems.join('\n')).not.to.match(/topsecret|short-secret|tiny/);
+      expect(problems.join('\n')).not.to.match(/topsecret|short-secret|tiny|hunter2/);
+      for (const bad of ['redis://', 'redis://cache:6379/db', 'cache:6379', 'redis://cache:99999']) {
+        expect(problemsOf({ REDIS_URL: bad }), bad).to.deep.equal([
+          'REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379 or redis://:password@host:6379/0',
+        ]);
+      }
       expect(problems.find((p) => p.startsWith('PORT'))).to.equal(
         'PORT must be a whole number (got "eighty")',
       );

@@ -25,7 +25,25 @@ async function adminQuery(url: string, sql: string): Promise<void> {
  */
 export async function ownPostgresDatabase(suffix: string): Promise<ScratchDatabase | undefined> {
   if (!usingPostgres) return undefined;
-  const url = new URL(process.env.DATABASE_URL!);
+  return createScratch(new URL(process.env.DATABASE_URL!), suffix);
+}
+
+/**
+ * As ownPostgresDatabase, for tests that need PostgreSQL on both passes (several server processes on one database):
+ * on the PGlite pass, on the PostgreSQL at TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres),
+ * named with this process's id so that runs side by side do not meet.
+ */
+export async function ownPostgresDatabaseOnEveryPass(suffix: string): Promise<ScratchDatabase> {
+  return (
+    (await ownPostgresDatabase(suffix)) ??
+    createScratch(
+      new URL(process.env.TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres'),
+      `${suffix}_${process.pid}`,
+    )
+  );
+}
+
+async function createScratch(url: URL, suffix: string): Promise<ScratchDatabase> {
   const name = `${url.pathname.slice(1)}_${suffix}`;
   const admin = new URL(url);
   admin.pathname = '/postgres';

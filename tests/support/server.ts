@@ -8,6 +8,7 @@ import { createInProcessContext } from '../../server/trpc/context.js';
 import { appRouter } from '../../server/router.js';
 import type { Clock } from '../../server/lib/time.js';
 import type { MailDriver } from '../../server/mail/mail-driver.js';
+import type { Logger } from '../../server/kit/deps.js';
 import { contractObserver } from './contract.js';
 import { testConfig } from './env.js';
 
@@ -36,6 +37,8 @@ export async function startTestServer(
     pgliteDataDir?: string;
     /** Listen address; loopback by default. */
     host?: string;
+    /** The server's logger (to read what it logs); one from the config's LOG_LEVEL by default. */
+    log?: Logger;
   } = {},
 ): Promise<TestServer> {
   const config = opts.config ?? testConfig(opts.env);
@@ -44,6 +47,7 @@ export async function startTestServer(
     clock: opts.clock,
     mail: opts.mail,
     startJobs: opts.startJobs,
+    log: opts.log,
   });
   const app = await buildApp(deps, { observeResponse: contractObserver });
   await app.listen({ port: 0, host: opts.host ?? '127.0.0.1' });
