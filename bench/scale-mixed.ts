@@ -2,7 +2,7 @@
 // its own (the built server as `npm start` runs it, same settings as the others, plus the inspector on loopback so
 // that the bench can force a full garbage collection and read the live heap).
 //
-// The mix, per connection, repeats a cycle of 30 requests (README, "Performance"):
+// The mix, per connection, repeats a cycle of 30 requests (README, "Memory under load"):
 //   80 % reads  GET /v1/auth/me ×6, GET /v1/vpn/connections ×5, GET /v1/databases ×5, GET /v1/hosting/sites ×4,
 //               GET /v1/users/:id ×4
 //   20 % writes POST /v1/vpn/connections then DELETE of it (its activation job runs too), PUT /v1/databases/:id
@@ -408,7 +408,7 @@ export async function bench(ctx: BenchContext): Promise<void> {
     ctx.report.note(`garbage collection during the run: ${gc}`);
     ctx.report.note('memory every 10 s (MB):');
     for (const line of timeline) console.log(`     ${line}`);
-    const warnings = server.warnings().filter((w) => !/Debugger|inspector|devtools/i.test(w));
+    const warnings = server.warnings().filter((w) => !/Debugger|inspector|devtools|debugging/i.test(w));
     if (warnings.length)
       ctx.report.note(`the server logged ${warnings.length} warnings; first: ${warnings[0]!.slice(0, 300)}`);
   } finally {
