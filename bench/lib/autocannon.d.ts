@@ -12,8 +12,22 @@ declare module 'autocannon' {
     timeout?: number;
     pipelining?: number;
     warmup?: { connections?: number; duration?: number };
-    /** Request templates; `setupRequest` may change each request before it is sent. */
-    requests?: { setupRequest?: (req: { headers?: Record<string, string> }) => unknown }[];
+    /**
+     * Request templates, sent in turn by each connection; `setupRequest` may change each request before it is sent
+     * and `onResponse` sees its answer. `context` is an object of the connection's own, kept across its requests.
+     */
+    requests?: RequestTemplate[];
+  }
+
+  export interface RequestTemplate {
+    method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each caller gives its own request and context types
+    setupRequest?: (req: any, context: any) => unknown;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    onResponse?: (status: number, body: string, context: any) => void;
   }
 
   /** Milliseconds for latency, per-second counts for requests. */

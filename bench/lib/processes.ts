@@ -10,6 +10,21 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
 /** The server as `npm start` runs it: built from server/ by `npm run build` (see buildServer). */
 export const SERVER_SCRIPT = 'dist/server/main.js';
 
+/**
+ * The Node flags `npm start` runs the server with (package.json's "start" script: `exec node <flags> <script>`), so
+ * that every server the bench starts runs with the same ones (README, "Memory under load").
+ */
+export const START_NODE_FLAGS: string[] = (() => {
+  const pkg = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const words = pkg.scripts.start.split(/\s+/).filter(Boolean);
+  const node = words.indexOf('node');
+  if (node < 0 || words[words.length - 1] !== SERVER_SCRIPT)
+    throw new Error(`package.json "start" is not "exec node <flags> ${SERVER_SCRIPT}": ${pkg.scripts.start}`);
+  return words.slice(node + 1, -1);
+})();
+
 /** Builds the server as `npm start` does (esbuild: server/ → dist/), once per bench run. */
 export function buildServer(): void {
   const res = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
@@ -72,7 +87,7 @@ export async function startServerProcess(opts: {
   const child: ChildProcess = spawn(
     process.execPath,
     [
-      '--experimental-async-context-frame',
+      ...(opts.script === SERVER_SCRIPT ? START_NODE_FLAGS : ['--experimental-async-context-frame']),
       // Extra flags for the server under test (not the baselines), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
       ...(opts.script === SERVER_SCRIPT
         ? (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)
