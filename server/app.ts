@@ -10,7 +10,6 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import { TRPCError } from '@trpc/server';
 import type { FastifyApiReferenceOptions } from '@scalar/fastify-api-reference';
 import {
@@ -31,7 +30,8 @@ import { buildOpenApiDocument } from './openapi.js';
 import { registerRestRoutes } from './rest.js';
 import { appRouter } from './router.js';
 import type { AppDeps } from './kit/deps.js';
-import { createHttpContext, type Context } from './trpc/context.js';
+import { createHttpContext } from './trpc/context.js';
+import { registerTrpcRoutes } from './trpc/http.js';
 import { toAppError } from './trpc/init.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -459,21 +459,18 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     });
   }
 
-  const createContext = ({ req }: { req: FastifyRequest }): Context => createHttpContext(deps, req);
-
-  await app.register(fastifyTRPCPlugin, {
+  // `/trpc`: the tRPC protocol of the client SDK, served by server/trpc/http.ts (no Fetch `Request` per call).
+  await registerTrpcRoutes(app, {
     prefix: '/trpc',
-    trpcOptions: {
-      router: appRouter,
-      createContext,
-      onError({ error, path }: { error: Error; path?: string }) {
-        if (!(error.cause instanceof AppError) || error.cause.code === 'INTERNAL_ERROR') {
-          deps.log.debug({ err: error, path }, 'trpc error');
-        }
-      },
-      responseMeta({ ctx }: { ctx?: Context }) {
-        return { headers: ctx?.response.headers ?? {} };
-      },
+    router: appRouter,
+    createContext: ({ req }) => createHttpContext(deps, req),
+    onError({ error, path }) {
+      if (!(error.cause instanceof AppError) || error.cause.code === 'INTERNAL_ERROR') {
+        deps.log.debug({ err: error, path }, 'trpc error');
+      }
+    },
+    responseMeta({ ctx }) {
+      return { headers: ctx?.response.headers ?? {} };
     },
   });
 
