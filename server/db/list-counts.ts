@@ -13,6 +13,8 @@ export interface ListCountSpec {
   scope: string;
   /** The filter key counted per owner (→ `owner_id`; '' holds the total of all owners). */
   owner?: string;
+  /** Counts kept in shards (`owner_id` is a shard number: migration 30), summed whatever the owner. */
+  sharded?: boolean;
   /** The enum filter keys (→ `d1`, `d2`, `d3`), with their values (the page reads expand the ones not fixed). */
   dims: readonly { key: string; values: readonly string[] }[];
 }
@@ -30,11 +32,12 @@ export function countSql(
   if (typeof filter[spec.scope] !== 'string') return null;
   for (const [key, value] of Object.entries(filter))
     if (!known.has(key) || typeof value !== 'string') return null;
-  const parts = [
-    `"list" = ${param(spec.list)}`,
-    `"scope_id" = ${param(filter[spec.scope])}`,
-    `"owner_id" = ${spec.owner && typeof filter[spec.owner] === 'string' ? param(filter[spec.owner]) : "''"}`,
-  ];
+  const parts = [`"list" = ${param(spec.list)}`, `"scope_id" = ${param(filter[spec.scope])}`];
+  if (!spec.sharded) {
+    parts.push(
+      `"owner_id" = ${spec.owner && typeof filter[spec.owner] === 'string' ? param(filter[spec.owner]) : "''"}`,
+    );
+  }
   spec.dims.forEach((d, i) => {
     if (typeof filter[d.key] === 'string') parts.push(`"d${i + 1}" = ${param(filter[d.key])}`);
   });

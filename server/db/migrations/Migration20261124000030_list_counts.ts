@@ -19,6 +19,13 @@ interface CountedList {
   scope: string;
   /** The owner column a list may be narrowed to; counts are kept per owner and for all owners (`owner_id` ''). */
   owner?: string;
+  /**
+   * Lists written by many concurrent transactions of one scope that nothing else queues (the audit log, a
+   * webhook's deliveries): counts are kept in 16 rows per key (`owner_id` is the writing backend's pid modulo 16), so
+   * that concurrent writers seldom wait on one count row; a total sums them (a shard may go below 0 when rows are
+   * deleted by another backend than wrote them: only the sum means something).
+   */
+  sharded?: boolean;
   /** Enum filter columns, in `d1`, `d2`, `d3` order. */
   dims: string[];
   /** The rows the list shows (e.g. `"removed_at" is null`). */
@@ -59,6 +66,14 @@ const LISTS: CountedList[] = [
   { list: 'hosting_deployments', table: 'hosting_deployments', scope: 'site_id', dims: ['status'] },
   { list: 'database_backups', table: 'database_backups', scope: 'database_id', dims: ['type', 'status'] },
   { list: 'invoices', table: 'invoices', scope: 'organization_id', dims: ['status'] },
+  { list: 'audit_logs', table: 'audit_logs', scope: 'organization_id', dims: ['action'], sharded: true },
+  {
+    list: 'webhook_deliveries',
+    table: 'webhook_deliveries',
+    scope: 'webhook_id',
+    dims: ['status', 'event_type'],
+    sharded: true,
+  },
 ];
 
 /** The indexes of the filtered page reads (each also declared by its entity). */
@@ -101,6 +116,7 @@ function keyed(l: CountedList, rows: string, sign: 1 | -1): string {
   const where = l.shown ? ` where ${l.shown}` : '';
   const select = (owner: string) =>
     `select '${l.list}', "${l.scope}"::text, ${owner}, ${dims.join(', ')}, ${sign} from ${rows}${where}`;
+  if (l.sharded) return select(`(pg_backend_pid() % 16)::text`);
   return l.owner ? `${select(`''`)} union all ${select(`"${l.owner}"::text`)}` : select(`''`);
 }
 
