@@ -1,3 +1,5 @@
+import type { Em } from './orm.js';
+
 /**
  * Exact list totals from `list_counts` (README, "Lists"): the triggers of migration 30 keep, per list, the number of
  * rows of each combination of scope (organization, site or database), owner and enum filters, in the transaction
@@ -42,4 +44,16 @@ export function countSql(
     if (typeof filter[d.key] === 'string') parts.push(`"d${i + 1}" = ${param(filter[d.key])}`);
   });
   return `(select coalesce(sum("n"), 0)::bigint from "list_counts" where ${parts.join(' and ')})`;
+}
+
+/**
+ * The number of rows of list `list` in scope `scopeId` (all owners) from the maintained counts, with `dims` an
+ * optional extra condition on the count columns (e.g. `"d2" <> 'deleting'`). Inside a transaction, what it sees.
+ */
+export async function countedRows(em: Em, list: string, scopeId: string, dims = 'true'): Promise<number> {
+  const [row] = await em.execute<{ n: string | number }[]>(
+    `select coalesce(sum("n"), 0) as n from "list_counts" where "list" = ? and "scope_id" = ? and "owner_id" = '' and ${dims}`,
+    [list, scopeId],
+  );
+  return Number(row?.n ?? 0);
 }
