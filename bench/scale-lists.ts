@@ -116,15 +116,20 @@ export async function bench(ctx: BenchContext): Promise<void> {
     });
 
     const as = (token: string) => ({ authorization: `Bearer ${token}` });
-    const s = await ctx.load({ path: PAGE1, headers: as(small.token), connections: CONNECTIONS });
+    // The 1 k reference is measured before and after the 1 M load and averaged, so that drift of a shared machine
+    // weighs on both sides alike.
+    const s1 = await ctx.load({ path: PAGE1, headers: as(small.token), connections: CONNECTIONS });
     const l = await ctx.load({ path: PAGE1, headers: as(large.token), connections: CONNECTIONS });
-    failures(ctx, '1 k page 1', s);
+    const s2 = await ctx.load({ path: PAGE1, headers: as(small.token), connections: CONNECTIONS });
+    failures(ctx, '1 k page 1', s1);
     failures(ctx, '1 M page 1', l);
-    ctx.report.figure(`GET ${PAGE1}, 1 k connections: p50`, s.p50, 'ms');
-    ctx.report.figure('  req/s', s.rps, 'req/s');
+    failures(ctx, '1 k page 1 (after)', s2);
+    const smallP50 = (s1.p50 + s2.p50) / 2;
+    ctx.report.figure(`GET ${PAGE1}, 1 k connections: p50 (mean of 2)`, smallP50, 'ms');
+    ctx.report.figure('  req/s', (s1.rps + s2.rps) / 2, 'req/s');
     ctx.report.figure(`GET ${PAGE1}, 1 M connections: p50`, l.p50, 'ms', {
-      target: `≤ ${fmt(3 * s.p50)} ms (3 × the 1 k p50)`,
-      met: l.p50 <= 3 * s.p50,
+      target: `≤ ${fmt(3 * smallP50)} ms (3 × the 1 k p50)`,
+      met: l.p50 <= 3 * smallP50,
     });
     ctx.report.figure('  req/s', l.rps, 'req/s');
 

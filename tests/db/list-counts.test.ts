@@ -253,4 +253,25 @@ describe(`list totals from maintained counts, and starting_after on page lists (
       await counted(` and actor_id = '${org.id}'`),
     );
   });
+
+  it('removes the count rows that reach 0', async () => {
+    const org = await createOrg(s.deps, { plan: 'enterprise' });
+    const made = await Promise.all(
+      [0, 1, 2].map((i) => createConnection(s.baseUrl, org.token, { name: `z${i}` })),
+    );
+    const rows = () =>
+      sql<{ n: string }>(
+        `select count(*) as n from list_counts where list = 'vpn_connections' and scope_id = ?`,
+        [org.organizationId],
+      );
+    expect(Number((await rows())[0]!.n)).to.be.greaterThan(0);
+    for (const c of made) {
+      const res = await http(s.baseUrl, 'DELETE', `/v1/vpn/connections/${c.body.connection.id}`, {
+        token: org.token,
+      });
+      expect(res.status).to.equal(200);
+    }
+    expect(Number((await rows())[0]!.n)).to.equal(0);
+    expect((await list(org.token, 'limit=5')).body).to.include({ total: 0, has_more: false });
+  });
 });

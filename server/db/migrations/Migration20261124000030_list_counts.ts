@@ -120,24 +120,31 @@ function keyed(l: CountedList, rows: string, sign: 1 | -1): string {
   return l.owner ? `${select(`''`)} union all ${select(`"${l.owner}"::text`)}` : select(`''`);
 }
 
-/** Applies the summed changes in key order, then removes the keys this statement brought to 0. */
+/** Applies the summed changes in key order, and removes the keys it brought to 0 (rows it holds the lock of). */
 function apply(deltas: string): string {
   return `
-    insert into "list_counts" as c (${KEY}, "n")
-    select ${KEY}, sum("n") from (${deltas}) d (${KEY}, "n")
-     group by ${KEY} having sum("n") <> 0
-     order by ${KEY}
-    on conflict (${KEY}) do update set "n" = c."n" + excluded."n";
-    delete from "list_counts" c
-     using (select ${KEY} from (${deltas}) d (${KEY}, "n") group by ${KEY} having sum("n") < 0) z
-     where c."n" = 0 and (c."list", c."scope_id", c."owner_id", c."d1", c."d2", c."d3")
-         = (z."list", z."scope_id", z."owner_id", z."d1", z."d2", z."d3");`;
+    for k in
+      insert into "list_counts" as c (${KEY}, "n")
+      select ${KEY}, sum("n") from (${deltas}) d (${KEY}, "n")
+       group by ${KEY} having sum("n") <> 0
+       order by ${KEY}
+      on conflict (${KEY}) do update set "n" = c."n" + excluded."n"
+      returning c."list", c."scope_id", c."owner_id", c."d1", c."d2", c."d3", c."n"
+    loop
+      if k."n" = 0 then
+        delete from "list_counts" c
+         where (c."list", c."scope_id", c."owner_id", c."d1", c."d2", c."d3")
+             = (k."list", k."scope_id", k."owner_id", k."d1", k."d2", k."d3") and c."n" = 0;
+      end if;
+    end loop;`;
 }
 
 function triggers(l: CountedList): string[] {
   const fn = `list_counts_${l.list}`;
   return [
     `create function "${fn}"() returns trigger language plpgsql as $$
+declare
+  k record;
 begin
   if tg_op = 'INSERT' then${apply(keyed(l, 'new_rows', 1))}
   elsif tg_op = 'DELETE' then${apply(keyed(l, 'old_rows', -1))}
