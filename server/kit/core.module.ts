@@ -95,8 +95,6 @@ export const coreModule = defineModule({
       { table: 'audit_logs' },
       { table: 'api_calls_daily' },
       { table: 'idempotency_records' },
-      // The organization's lists' counts (the counts of a site's or a database's lists go with their rows).
-      { table: 'list_counts', where: '"scope_id" = ?' },
       {
         table: 'refresh_tokens',
         where: `"session_id" in (select s."id" from "login_sessions" s join "users" u on u."id" = s."user_id" where u."organization_id" = ?)`,
@@ -106,6 +104,10 @@ export const coreModule = defineModule({
         where: `"user_id" in (select "id" from "users" where "organization_id" = ?)`,
       },
       { table: 'users' },
+      // The organization's lists' counts, after every row they count (deleting those rows updates them; the
+      // counts of a site's or a database's lists reach 0 with their rows and go then). Shards of the audit log's
+      // counts written by other connections than the deleting one are left at ±n summing to 0: this removes them.
+      { table: 'list_counts', where: '"scope_id" = ?' },
       { table: 'organizations', where: `"id" = ?` },
     ],
     keep: {
