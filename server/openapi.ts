@@ -56,8 +56,12 @@ Authenticated requests count against the monthly quota of the organization's pla
 token. Their responses carry \`RateLimit-Policy\` and \`RateLimit\`; every 429 carries \`Retry-After\` (seconds).
 
 ## Lists
-Page lists take \`?page=1&limit=20\` and return the items with \`total\`, \`page\`, \`limit\`; cursor lists take
-\`?limit=20&starting_after=<id>\` and return \`total\` and \`has_more\`. Newest first.`;
+Page lists take \`?page=1&limit=20\` and return the items with \`total\`, \`page\`, \`limit\` and \`has_more\`;
+cursor lists take \`?limit=20&starting_after=<id>\` and return \`total\` and \`has_more\`. Newest first. Page lists
+take \`starting_after\` too (not with \`page\`): the items after that one, at the same cost on any page, while a
+\`page\` costs its offset; in that mode \`page\` is \`null\`. A \`starting_after\` that is not an item of the list
+with the same filters → 400 \`VALIDATION_ERROR\`. \`total\` is exact and counts every item matching the filters, on
+all pages.`;
 
 /** Descriptions of the tags the modules use; a tag missing here still gets declared, with a generic text. */
 const TAG_DESCRIPTIONS: Record<string, string> = {

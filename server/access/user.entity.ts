@@ -14,6 +14,12 @@ export const UserSchema = defineEntity({
   tableName: 'users',
   extends: BaseSchema,
   indexes: [
+    // A page for any combination of the list's filters is a range of this index (migration 30, list_counts).
+    {
+      name: 'users_filter_index',
+      expression:
+        'create index "users_filter_index" on "users" ("organization_id", "role", "status", "created_at" desc, "id" desc) where "deleted_at" is null',
+    },
     { name: 'users_organization_id_index', properties: ['organization', 'createdAt'] },
     // The organization's user list: newest first, deleted users left out.
     // Written as SQL: the ORM reads a descending `id` after a column named `…_id` back as ascending, so it

@@ -9,6 +9,7 @@ import { Migration20261121000005_api_usage } from '../db/migrations/Migration202
 import { Migration20261121000006_plan_status } from '../db/migrations/Migration20261121000006_plan_status.js';
 import { Migration20261124000001_audit_logs } from '../db/migrations/Migration20261124000001_audit_logs.js';
 import { Migration20261124000021_idempotency } from '../db/migrations/Migration20261124000021_idempotency.js';
+import { Migration20261124000030_list_counts } from '../db/migrations/Migration20261124000030_list_counts.js';
 import { AuditLog } from '../events/audit-log.entity.js';
 import { IdempotencyRecord, purgeIdempotencyRecords } from '../access/idempotency-record.entity.js';
 import { Event } from '../events/event.entity.js';
@@ -66,6 +67,7 @@ export const coreModule = defineModule({
     { name: 'Migration20261121000006_plan_status', class: Migration20261121000006_plan_status },
     { name: 'Migration20261124000001_audit_logs', class: Migration20261124000001_audit_logs },
     { name: 'Migration20261124000021_idempotency', class: Migration20261124000021_idempotency },
+    { name: 'Migration20261124000030_list_counts', class: Migration20261124000030_list_counts },
   ],
   jobs: [pruneDispatchedEventsJob, purgeIdempotencyRecordsJob],
   workers: [
@@ -102,6 +104,10 @@ export const coreModule = defineModule({
         where: `"user_id" in (select "id" from "users" where "organization_id" = ?)`,
       },
       { table: 'users' },
+      // The organization's lists' counts, after every row they count (deleting those rows updates them; the
+      // counts of a site's or a database's lists reach 0 with their rows and go then). Shards of the audit log's
+      // counts written by other connections than the deleting one are left at ±n summing to 0: this removes them.
+      { table: 'list_counts', where: '"scope_id" = ?' },
       { table: 'organizations', where: `"id" = ?` },
     ],
     keep: {

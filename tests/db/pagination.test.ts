@@ -2,14 +2,15 @@ import { expect } from 'chai';
 import { z } from 'zod';
 import { User } from '../../server/access/user.entity.js';
 import { findCursorPage, findPage } from '../../server/db/pagination.js';
-import { pageQueryShape, ZCursorQuery, ZPageQuery } from '../../server/lib/pagination.js';
+import { pageQueryShape, pageRequest, ZCursorQuery, ZPageQuery } from '../../server/lib/pagination.js';
 import { AppError } from '../../server/lib/errors.js';
 import { createOrg, createUser } from '../support/factories.js';
 import { sharedServer, type TestServer } from '../support/server.js';
 
 describe('pagination helpers (server/lib/pagination.ts, server/db/pagination.ts)', () => {
   it('defaults to page 1, limit 20 and coerces query strings', () => {
-    expect(ZPageQuery.parse({})).to.deep.equal({ page: 1, limit: 20 });
+    expect(ZPageQuery.parse({})).to.deep.equal({ limit: 20 });
+    expect(pageRequest(ZPageQuery.parse({}))).to.deep.equal({ page: 1, limit: 20, startingAfter: undefined });
     expect(ZPageQuery.parse({ page: '3', limit: '100' })).to.deep.equal({ page: 3, limit: 100 });
     expect(ZCursorQuery.parse({ limit: '5', starting_after: 'usr_x' })).to.deep.equal({
       limit: 5,
@@ -35,6 +36,17 @@ describe('pagination helpers (server/lib/pagination.ts, server/db/pagination.ts)
   it('ignores unknown query parameters when spread into a plain object', () => {
     const q = z.object({ ...pageQueryShape, status: z.string().optional() });
     expect(q.parse({ page: '2', other: 'x' })).to.deep.equal({ page: 2, limit: 20 });
+  });
+
+  it('takes a page or starting_after, not both', () => {
+    expect(pageRequest(ZPageQuery.parse({ starting_after: 'vpn_x', limit: '5' }))).to.deep.equal({
+      page: 1,
+      limit: 5,
+      startingAfter: 'vpn_x',
+    });
+    expect(() => pageRequest(ZPageQuery.parse({ page: '1', starting_after: 'vpn_x' })))
+      .to.throw(AppError)
+      .with.property('code', 'VALIDATION_ERROR');
   });
 
   describe('queries', () => {

@@ -1,4 +1,5 @@
 import { LockMode } from '@mikro-orm/core';
+import { pageFields, pageRequest } from '../../lib/pagination.js';
 import { API_KEY_SECRET_PREFIX, hashApiKeySecret } from '../../access/actor.js';
 import { Organization } from '../../access/organization.entity.js';
 import { normalizePermissions } from '../../access/permissions.js';
@@ -68,13 +69,15 @@ export async function createApiKey(ctx: ActorContext, input: TCreateApiKeyInput)
 
 /** `GET /api-keys`: the organization's live keys, newest first (expired ones included until revoked). */
 export async function listApiKeys(ctx: ActorContext, input: TListApiKeysInput) {
-  const page = await findPage(ctx.em, ApiKey, { ...inOrganization(ctx.actor), revokedAt: null }, input);
+  const request = pageRequest(input);
+  const scope = inOrganization(ctx.actor);
+  const page = await findPage(ctx.em, ApiKey, { ...scope, revokedAt: null }, request, {
+    counted: { spec: { list: 'api_keys', scope: 'organization', dims: [] }, filter: scope },
+  });
   return {
     success: true as const,
     api_keys: page.items.map(toApiKeyDto),
-    total: page.total,
-    page: page.page,
-    limit: page.limit,
+    ...pageFields(request, page),
   };
 }
 

@@ -1,10 +1,19 @@
 import type { FilterQuery } from '@mikro-orm/core';
+import type { ListCountSpec } from '../../db/list-counts.js';
 import { AuditLog } from '../../events/audit-log.entity.js';
 import { findCursorPage } from '../../db/pagination.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { validation } from '../../lib/errors.js';
 import { toAuditLogDto } from './audit.dto.js';
 import type { TListAuditLogsInput, TListAuditLogsOutput } from './audit.schema.js';
+
+/** The audit log's maintained counts (migration 30, list_counts). */
+const AUDIT_COUNTS: ListCountSpec = {
+  list: 'audit_logs',
+  scope: 'organization',
+  sharded: true,
+  dims: [{ key: 'action', values: [] }],
+};
 
 /** `GET /audit-logs`: the organization's entries, newest first, with the filters of the query. */
 export async function listAuditLogs(
@@ -21,7 +30,14 @@ export async function listAuditLogs(
   if (since || until) {
     where.createdAt = { ...(since ? { $gte: since } : {}), ...(until ? { $lt: until } : {}) };
   }
-  const page = await findCursorPage(ctx.em, AuditLog, where, input);
+  // `actor_id`, `target_id`, `since` and `until` are not counted: with them the rows are counted (README, "Lists").
+  const counted: Record<string, string> = { organization: ctx.actor.organizationId };
+  if (input.action) counted.action = input.action;
+  const page = await findCursorPage(ctx.em, AuditLog, where, input, {
+    ...(input.actor_id || input.target_id || since || until
+      ? {}
+      : { counted: { spec: AUDIT_COUNTS, filter: counted } }),
+  });
   return {
     success: true,
     audit_logs: page.items.map(toAuditLogDto),

@@ -27,6 +27,12 @@ export const InvoiceSchema = defineEntity({
   extends: BaseSchema,
   // As the billing migration creates them (tests/db/schema-drift.test.ts).
   indexes: [
+    // A page for any combination of the list's filters is a range of this index (migration 30, list_counts).
+    {
+      name: 'invoices_filter_index',
+      expression:
+        'create index "invoices_filter_index" on "invoices" ("organization_id", "status", "created_at" desc, "id" desc)',
+    },
     {
       name: 'invoices_organization_id_index',
       expression:

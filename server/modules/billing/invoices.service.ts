@@ -1,4 +1,5 @@
 import { findScopedOrThrow, inOrganization } from '../../access/scope.js';
+import { INVOICE_STATUSES } from './billing.constants.js';
 import { findCursorPage } from '../../db/pagination.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { conflict } from '../../lib/errors.js';
@@ -17,9 +18,14 @@ export async function listInvoices(
   ctx: ActorContext,
   input: TListInvoicesInput,
 ): Promise<TListInvoicesOutput> {
-  const where: Record<string, unknown> = { ...inOrganization(ctx.actor) };
+  const where: Record<string, string> = { ...inOrganization(ctx.actor) };
   if (input.status) where.status = input.status;
-  const page = await findCursorPage(ctx.em, Invoice, where, input);
+  const page = await findCursorPage(ctx.em, Invoice, where, input, {
+    counted: {
+      spec: { list: 'invoices', scope: 'organization', dims: [{ key: 'status', values: INVOICE_STATUSES }] },
+      filter: where,
+    },
+  });
   const now = ctx.deps.clock.now();
   return {
     success: true,

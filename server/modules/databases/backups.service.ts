@@ -1,7 +1,10 @@
 import type { FilterQuery } from '@mikro-orm/core';
+import { pageFields, pageRequest } from '../../lib/pagination.js';
+import type { ListCountSpec } from '../../db/list-counts.js';
 import { findPage } from '../../db/pagination.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { conflict } from '../../lib/errors.js';
+import { BACKUP_STATUSES, BACKUP_TYPES } from './databases.constants.js';
 import { toBackupDto } from './databases.dto.js';
 import { runAll, startBackup } from './databases.jobs.js';
 import type {
@@ -14,20 +17,31 @@ import { databaseNotFound, lockDatabase, scopedDatabaseFilter } from './database
 import { DatabaseBackup } from './database-backup.entity.js';
 import { ManagedDatabase } from './database.entity.js';
 
+/** A database's backup list's maintained counts (migration 30, list_counts). */
+const BACKUP_COUNTS: ListCountSpec = {
+  list: 'database_backups',
+  scope: 'database',
+  dims: [
+    { key: 'type', values: BACKUP_TYPES },
+    { key: 'status', values: BACKUP_STATUSES },
+  ],
+};
+
 /** The backups of one database, newest first (a page list); filters `type` and `status`. */
 export async function listBackups(ctx: ActorContext, input: TListBackupsInput): Promise<TListBackupsOutput> {
   const d = await ctx.em.findOne(ManagedDatabase, scopedDatabaseFilter(ctx.actor, input.id));
   if (!d) throw databaseNotFound();
-  const where: FilterQuery<DatabaseBackup> = { database: d.id };
-  if (input.type) where.type = input.type;
-  if (input.status) where.status = input.status;
-  const page = await findPage(ctx.em, DatabaseBackup, where, input);
+  const filter: Record<string, string> = { database: d.id };
+  if (input.type) filter.type = input.type;
+  if (input.status) filter.status = input.status;
+  const request = pageRequest(input);
+  const page = await findPage(ctx.em, DatabaseBackup, filter as FilterQuery<DatabaseBackup>, request, {
+    counted: { spec: BACKUP_COUNTS, filter },
+  });
   return {
     success: true,
     backups: page.items.map((b) => toBackupDto(b, d)),
-    total: page.total,
-    page: page.page,
-    limit: page.limit,
+    ...pageFields(request, page),
   };
 }
 

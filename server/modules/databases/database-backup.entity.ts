@@ -10,6 +10,12 @@ export const DatabaseBackupSchema = defineEntity({
   tableName: 'database_backups',
   extends: BaseSchema,
   indexes: [
+    // A page for any combination of the list's filters is a range of this index (migration 30, list_counts).
+    {
+      name: 'database_backups_filter_index',
+      expression:
+        'create index "database_backups_filter_index" on "database_backups" ("database_id", "type", "status", "created_at" desc, "id" desc)',
+    },
     {
       name: 'database_backups_database_index',
       expression:

@@ -18,6 +18,17 @@ export const ManagedDatabaseSchema = defineEntity({
   tableName: 'databases',
   extends: BaseSchema,
   indexes: [
+    // A page for any combination of the list's filters is a range of this index (migration 30, list_counts).
+    {
+      name: 'databases_filter_index',
+      expression:
+        'create index "databases_filter_index" on "databases" ("organization_id", "engine", "status", "region", "created_at" desc, "id" desc) where "removed_at" is null',
+    },
+    {
+      name: 'databases_owner_filter_index',
+      expression:
+        'create index "databases_owner_filter_index" on "databases" ("organization_id", "user_id", "engine", "status", "region", "created_at" desc, "id" desc) where "removed_at" is null',
+    },
     // The organization's and a user's databases, newest first. Written as SQL: the ORM reads a descending `id`
     // after a column named `…_id` back as ascending, so it compares such an index by name only.
     {

@@ -1,6 +1,15 @@
 import type { Database, Em } from '../../db/orm.js';
+import type { PageRequest } from '../../lib/pagination.js';
 import { epochMs, findRawPage, fromEpochMs as ms, type RawPageSpec } from '../../db/raw-page.js';
-import type { DatabaseEngine, DatabaseRegion, DatabaseSize, DatabaseStatus } from './databases.constants.js';
+import {
+  DATABASE_ENGINES,
+  DATABASE_REGIONS,
+  DATABASE_STATUSES,
+  type DatabaseEngine,
+  type DatabaseRegion,
+  type DatabaseSize,
+  type DatabaseStatus,
+} from './databases.constants.js';
 import type { DatabaseView } from './databases.dto.js';
 
 /**
@@ -25,6 +34,16 @@ const LIST: RawPageSpec = {
     region: 'region',
   },
   always: ['"removed_at" is null'],
+  counts: {
+    list: 'databases',
+    scope: 'organization',
+    owner: 'user',
+    dims: [
+      { key: 'engine', values: DATABASE_ENGINES },
+      { key: 'status', values: DATABASE_STATUSES },
+      { key: 'region', values: DATABASE_REGIONS },
+    ],
+  },
 };
 
 interface ListRow {
@@ -78,8 +97,8 @@ export async function findDatabasePage(
   em: Em,
   db: Database,
   filter: Record<string, unknown>,
-  page: { page: number; limit: number },
-): Promise<{ items: DatabaseView[]; total: number }> {
+  page: PageRequest,
+): Promise<{ items: DatabaseView[]; total: number; hasMore: boolean }> {
   const found = await findRawPage<ListRow>(em, db, LIST, filter, page);
-  return { total: found.total, items: found.rows.map(toView) };
+  return { total: found.total, hasMore: found.hasMore, items: found.rows.map(toView) };
 }

@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import { pageFields, pageRequest } from '../../lib/pagination.js';
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { Actor } from '../../access/actor.js';
 import { lockOwner } from '../../access/owned-resources.js';
@@ -96,15 +97,14 @@ export async function listDatabases(
   if (input.engine) where.engine = input.engine;
   if (input.status) where.status = input.status;
   if (input.region) where.region = input.region;
-  const found = await findDatabasePage(ctx.em, ctx.deps.db, where, input);
+  const request = pageRequest(input);
+  const found = await findDatabasePage(ctx.em, ctx.deps.db, where, request);
   const driver = databaseDriver(ctx.deps);
   const now = ctx.deps.clock.now();
   return {
     success: true,
     databases: found.items.map((d) => toDatabaseDto(d, driver, now)),
-    total: found.total,
-    page: input.page,
-    limit: input.limit,
+    ...pageFields(request, found),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Em } from '../../db/orm.js';
+import { countedRows } from '../../db/list-counts.js';
 import type { AddOnUsage, UsageCounter, UsagePeriod, UsageReporter } from '../../kit/usage.js';
 import { SIZE_SPECS, type DatabaseSize } from './databases.constants.js';
-import { ManagedDatabase } from './database.entity.js';
 
 /**
  * What databases count against the plan (`databases`): those not removed and not being deleted. A database whose
@@ -9,8 +9,8 @@ import { ManagedDatabase } from './database.entity.js';
  */
 export const databasesUsageCounter: UsageCounter = {
   feature: 'databases',
-  count: (em, organizationId) =>
-    em.count(ManagedDatabase, { organization: organizationId, removedAt: null, status: { $ne: 'deleting' } }),
+  // From the list's maintained counts (README, "Lists"): `d2` is the status; removed databases are not counted.
+  count: (em, organizationId) => countedRows(em, 'databases', organizationId, `"d2" <> 'deleting'`),
 };
 
 interface PeriodRow {

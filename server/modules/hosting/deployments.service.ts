@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { DEPLOYMENT_STATUSES } from './hosting.constants.js';
+import { pageFields, pageRequest } from '../../lib/pagination.js';
+import type { ListCountSpec } from '../../db/list-counts.js';
 import { IsolationLevel } from '@mikro-orm/core';
 import { findPage } from '../../db/pagination.js';
 import type { Em } from '../../db/orm.js';
@@ -103,27 +106,31 @@ function inOneSnapshot<T>(ctx: ActorContext, read: (em: Em) => Promise<T>): Prom
   });
 }
 
+/** A site's deployment list's maintained counts (migration 30, list_counts). */
+const DEPLOYMENT_COUNTS: ListCountSpec = {
+  list: 'hosting_deployments',
+  scope: 'site',
+  dims: [{ key: 'status', values: DEPLOYMENT_STATUSES }],
+};
+
 export async function listDeployments(
   ctx: ActorContext,
   input: TListDeploymentsInput,
 ): Promise<TListDeploymentsOutput> {
+  const request = pageRequest(input);
   const { site, page } = await inOneSnapshot(ctx, async (em) => {
     const site = await findSiteOrThrow({ em, actor: ctx.actor }, input.id);
-    const page = await findPage(
-      em,
-      HostingDeployment,
-      { site: site.id, ...(input.status ? { status: input.status } : {}) },
-      input,
-    );
+    const filter = { site: site.id, ...(input.status ? { status: input.status } : {}) };
+    const page = await findPage(em, HostingDeployment, filter, request, {
+      counted: { spec: DEPLOYMENT_COUNTS, filter },
+    });
     return { site, page };
   });
   const domain = ctx.deps.config.sitesDomain;
   return {
     success: true,
     deployments: page.items.map((d) => toDeploymentDto(d, site, domain)),
-    total: page.total,
-    page: page.page,
-    limit: page.limit,
+    ...pageFields(request, page),
   };
 }
 

@@ -12,6 +12,12 @@ export const HostingDeploymentSchema = defineEntity({
   tableName: 'hosting_deployments',
   extends: BaseSchema,
   indexes: [
+    // A page for any combination of the list's filters is a range of this index (migration 30, list_counts).
+    {
+      name: 'hosting_deployments_filter_index',
+      expression:
+        'create index "hosting_deployments_filter_index" on "hosting_deployments" ("site_id", "status", "created_at" desc, "id" desc)',
+    },
     // A site's deployments, newest first.
     {
       name: 'hosting_deployments_site_id_index',

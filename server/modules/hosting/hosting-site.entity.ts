@@ -14,6 +14,17 @@ export const HostingSiteSchema = defineEntity({
   tableName: 'hosting_sites',
   extends: BaseSchema,
   indexes: [
+    // A page for any combination of the list's filters is a range of this index (migration 30, list_counts).
+    {
+      name: 'hosting_sites_filter_index',
+      expression:
+        'create index "hosting_sites_filter_index" on "hosting_sites" ("organization_id", "status", "framework", "created_at" desc, "id" desc)',
+    },
+    {
+      name: 'hosting_sites_owner_filter_index',
+      expression:
+        'create index "hosting_sites_owner_filter_index" on "hosting_sites" ("organization_id", "user_id", "status", "framework", "created_at" desc, "id" desc)',
+    },
     // A user's sites and an organization's, newest first (the list's two scopes).
     {
       name: 'hosting_sites_owner_index',

@@ -1,4 +1,5 @@
 import type { AppDeps } from '../../kit/deps.js';
+import { countedRows } from '../../db/list-counts.js';
 import { defineModule } from '../../kit/module.js';
 import { logHub } from './build-logs.js';
 import { HostingBuildLog } from './hosting-build-log.entity.js';
@@ -53,7 +54,8 @@ export const hostingModule = defineModule({
   usage: [
     {
       feature: 'hosting_sites',
-      count: (em, organizationId) => em.count(HostingSite, { organization: organizationId }),
+      // From the list's maintained counts (README, "Lists"), not a count of the rows.
+      count: (em, organizationId) => countedRows(em, 'hosting_sites', organizationId),
     },
   ],
   usageReport: hostingUsageReporter,

@@ -1,6 +1,7 @@
 import type { Database, Em } from '../../db/orm.js';
+import type { PageRequest } from '../../lib/pagination.js';
 import { epochMs, findRawPage, fromEpochMs as ms, type RawPageSpec } from '../../db/raw-page.js';
-import type { Framework, SiteStatus } from './hosting.constants.js';
+import { FRAMEWORKS, SITE_STATUSES, type Framework, type SiteStatus } from './hosting.constants.js';
 import type { SiteView } from './hosting.dto.js';
 
 /**
@@ -20,6 +21,15 @@ const LIST: RawPageSpec = {
     user: 'user_id',
     status: 'status',
     framework: 'framework',
+  },
+  counts: {
+    list: 'hosting_sites',
+    scope: 'organization',
+    owner: 'user',
+    dims: [
+      { key: 'status', values: SITE_STATUSES },
+      { key: 'framework', values: FRAMEWORKS },
+    ],
   },
 };
 
@@ -66,8 +76,8 @@ export async function findSitePage(
   em: Em,
   db: Database,
   filter: Record<string, unknown>,
-  page: { page: number; limit: number },
-): Promise<{ items: SiteView[]; total: number }> {
+  page: PageRequest,
+): Promise<{ items: SiteView[]; total: number; hasMore: boolean }> {
   const found = await findRawPage<ListRow>(em, db, LIST, filter, page);
-  return { total: found.total, items: found.rows.map(toView) };
+  return { total: found.total, hasMore: found.hasMore, items: found.rows.map(toView) };
 }

@@ -1,4 +1,5 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { pageFields, pageRequest } from '../../lib/pagination.js';
 import { lockOwner } from '../../access/owned-resources.js';
 import { actsOnWholeOrganization, ownedBy, ownedListFilter } from '../../access/scope.js';
 import { User } from '../../access/user.entity.js';
@@ -186,14 +187,13 @@ export async function listSites(ctx: ActorContext, input: TListSitesInput): Prom
     : ownedListFilter(actor, { userId: input.user_id });
   if (input.status) where.status = input.status;
   if (input.framework) where.framework = input.framework;
-  const found = await findSitePage(ctx.em, ctx.deps.db, where, input);
+  const request = pageRequest(input);
+  const found = await findSitePage(ctx.em, ctx.deps.db, where, request);
   const domain = ctx.deps.config.sitesDomain;
   return {
     success: true,
     sites: found.items.map((s) => toSiteDto(s, domain)),
-    total: found.total,
-    page: input.page,
-    limit: input.limit,
+    ...pageFields(request, found),
   };
 }
 

@@ -1,4 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
+import type { ListCountSpec } from '../../db/list-counts.js';
+import { pageFields, pageRequest } from '../../lib/pagination.js';
 import { revokeApiKeysOf, type Actor } from '../../access/actor.js';
 import { Organization } from '../../access/organization.entity.js';
 import {
@@ -10,7 +12,7 @@ import {
   type Permission,
 } from '../../access/permissions.js';
 import { LoginSession } from '../../access/session.entity.js';
-import { createUserEntity, User, type Role } from '../../access/user.entity.js';
+import { createUserEntity, ROLES, User, USER_STATUSES, type Role } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
@@ -94,18 +96,29 @@ async function revokeSessions(em: Em, userId: string, now: Date): Promise<void> 
   await em.nativeUpdate(LoginSession, { user: userId, revokedAt: null }, { revokedAt: now });
 }
 
+/** The user list's maintained counts (migration 30, list_counts). */
+const USER_COUNTS: ListCountSpec = {
+  list: 'users',
+  scope: 'organization',
+  dims: [
+    { key: 'role', values: ROLES },
+    { key: 'status', values: USER_STATUSES },
+  ],
+};
+
 export async function listUsers(ctx: ActorContext, input: TListUsersInput) {
   const { actor } = ctx;
-  const where: Record<string, unknown> = { organization: actor.organizationId, deletedAt: null };
-  if (input.role) where.role = input.role;
-  if (input.status) where.status = input.status;
-  const page = await findPage(ctx.em, User, where, input);
+  const counted: Record<string, string> = { organization: actor.organizationId };
+  if (input.role) counted.role = input.role;
+  if (input.status) counted.status = input.status;
+  const request = pageRequest(input);
+  const page = await findPage(ctx.em, User, { ...counted, deletedAt: null }, request, {
+    counted: { spec: USER_COUNTS, filter: counted },
+  });
   return {
     success: true as const,
     users: page.items.map(toUserSummaryDto),
-    total: page.total,
-    page: page.page,
-    limit: page.limit,
+    ...pageFields(request, page),
   };
 }
 

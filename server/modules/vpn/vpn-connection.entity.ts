@@ -10,6 +10,17 @@ export const VpnConnectionSchema = defineEntity({
   tableName: 'vpn_connections',
   extends: BaseSchema,
   indexes: [
+    // A page for any combination of the list's filters is a range of this index (migration 30, list_counts).
+    {
+      name: 'vpn_connections_filter_index',
+      expression:
+        'create index "vpn_connections_filter_index" on "vpn_connections" ("organization_id", "status", "protocol", "location", "created_at" desc, "id" desc)',
+    },
+    {
+      name: 'vpn_connections_owner_filter_index',
+      expression:
+        'create index "vpn_connections_owner_filter_index" on "vpn_connections" ("organization_id", "user_id", "status", "protocol", "location", "created_at" desc, "id" desc)',
+    },
     // A user's connections and an organization's, newest first.
     // Written as SQL: the ORM reads a descending `id` after a column named `…_id` back as ascending, so it
     // compares such an index by name only; tests/db/schema-drift.test.ts compares its definition.

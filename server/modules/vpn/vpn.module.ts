@@ -1,4 +1,5 @@
 import { defineModule } from '../../kit/module.js';
+import { countedRows } from '../../db/list-counts.js';
 import { Migration20261121000030_vpn } from './migrations/Migration20261121000030_vpn.js';
 import { VpnConnection } from './vpn-connection.entity.js';
 import { VpnServer } from './vpn-server.entity.js';
@@ -25,7 +26,8 @@ export const vpnModule = defineModule({
   usage: [
     {
       feature: 'vpn_connections',
-      count: (em, organizationId) => em.count(VpnConnection, { organization: organizationId }),
+      // From the list's maintained counts (README, "Lists"), not a count of the rows.
+      count: (em, organizationId) => countedRows(em, 'vpn_connections', organizationId),
     },
   ],
   usageReport: {

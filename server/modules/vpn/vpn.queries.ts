@@ -1,6 +1,13 @@
 import type { Database, Em } from '../../db/orm.js';
+import type { PageRequest } from '../../lib/pagination.js';
 import { epochMs, findRawPage, fromEpochMs as ms, type RawPageSpec } from '../../db/raw-page.js';
-import type { ConnectionStatus, VpnProtocol } from './vpn.constants.js';
+import {
+  CONNECTION_STATUSES,
+  VPN_LOCATIONS,
+  VPN_PROTOCOLS,
+  type ConnectionStatus,
+  type VpnProtocol,
+} from './vpn.constants.js';
 import type { ConnectionView } from './vpn.dto.js';
 
 /**
@@ -22,6 +29,16 @@ const LIST: RawPageSpec = {
     status: 'status',
     protocol: 'protocol',
     location: 'location',
+  },
+  counts: {
+    list: 'vpn_connections',
+    scope: 'organization',
+    owner: 'user',
+    dims: [
+      { key: 'status', values: CONNECTION_STATUSES },
+      { key: 'protocol', values: VPN_PROTOCOLS },
+      { key: 'location', values: VPN_LOCATIONS },
+    ],
   },
 };
 
@@ -76,8 +93,8 @@ export async function findConnectionPage(
   em: Em,
   db: Database,
   filter: Record<string, unknown>,
-  page: { page: number; limit: number },
-): Promise<{ items: ConnectionView[]; total: number }> {
+  page: PageRequest,
+): Promise<{ items: ConnectionView[]; total: number; hasMore: boolean }> {
   const found = await findRawPage<ListRow>(em, db, LIST, filter, page);
-  return { total: found.total, items: found.rows.map(toView) };
+  return { total: found.total, hasMore: found.hasMore, items: found.rows.map(toView) };
 }

@@ -1,4 +1,5 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { pageFields, pageRequest } from '../../lib/pagination.js';
 import type { Actor } from '../../access/actor.js';
 import { lockOwner } from '../../access/owned-resources.js';
 import { actsOnWholeOrganization, inOrganization, ownedBy, ownedListFilter } from '../../access/scope.js';
@@ -62,14 +63,13 @@ export async function listConnections(
   if (input.protocol) where.protocol = input.protocol;
   if (input.location) where.location = input.location;
 
-  const found = await findConnectionPage(ctx.em, ctx.deps.db, where, input);
+  const request = pageRequest(input);
+  const found = await findConnectionPage(ctx.em, ctx.deps.db, where, request);
   const now = ctx.deps.clock.now();
   return {
     success: true,
     connections: found.items.map((c) => toConnectionDto(c, now)),
-    total: found.total,
-    page: input.page,
-    limit: input.limit,
+    ...pageFields(request, found),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { FilterQuery } from '@mikro-orm/core';
+import type { ListCountSpec } from '../../db/list-counts.js';
 import { Organization } from '../../access/organization.entity.js';
 import { findScopedOrThrow, inOrganization } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
@@ -140,6 +141,17 @@ export async function deleteWebhook(ctx: ActorContext, id: string) {
   return { success: true as const, message: 'Webhook deleted', id: hook.id, webhook_id: hook.id };
 }
 
+/** A webhook's delivery list's maintained counts (migration 30, list_counts). */
+const DELIVERY_COUNTS: ListCountSpec = {
+  list: 'webhook_deliveries',
+  scope: 'webhook',
+  sharded: true,
+  dims: [
+    { key: 'status', values: [] },
+    { key: 'event_type', values: [] },
+  ],
+};
+
 export async function listDeliveries(ctx: ActorContext, input: TListDeliveriesInput) {
   const hook = await getWebhookOrThrow(ctx, input.id);
   const where: FilterQuery<WebhookDelivery> = {
@@ -149,6 +161,14 @@ export async function listDeliveries(ctx: ActorContext, input: TListDeliveriesIn
   };
   const page = await findCursorPage(ctx.em, WebhookDelivery, where, input, {
     populate: ['payload'] as never,
+    counted: {
+      spec: DELIVERY_COUNTS,
+      filter: {
+        webhook: hook.id,
+        ...(input.status ? { status: input.status } : {}),
+        ...(input.event_type ? { event_type: input.event_type } : {}),
+      },
+    },
   });
   return {
     success: true as const,

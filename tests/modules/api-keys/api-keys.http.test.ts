@@ -99,6 +99,7 @@ describe('API keys over HTTP', function () {
       total: 2,
       page: 2,
       limit: 1,
+      has_more: false,
     });
     const all = await http(s.baseUrl, 'GET', '/v1/api-keys', { token: org.token });
     expect(all.body.api_keys.map((k: { name: string }) => k.name)).to.deep.equal(['b', 'a']);

@@ -328,7 +328,14 @@ describe('Databases over HTTP', () => {
       for (const id of ids) await waitStatus(s.baseUrl, owner.token, id, 'running');
       const list = await http(s.baseUrl, 'GET', '/v1/databases?limit=2', { token: owner.token });
       expect(list.status).to.equal(200);
-      expect(Object.keys(list.body).sort()).to.deep.equal(['databases', 'limit', 'page', 'success', 'total']);
+      expect(Object.keys(list.body).sort()).to.deep.equal([
+        'databases',
+        'has_more',
+        'limit',
+        'page',
+        'success',
+        'total',
+      ]);
       expect(list.body).to.include({ success: true, total: 3, page: 1, limit: 2 });
       expect(list.body.databases.map((d: any) => d.id)).to.deep.equal([ids[2], ids[1]]);
       for (const item of list.body.databases) {
@@ -567,7 +574,14 @@ describe('Databases over HTTP', () => {
       await backup(owner.token, other.id);
       const res = await backups(owner.token, d.id, '?limit=2');
       expect(res.status).to.equal(200);
-      expect(Object.keys(res.body).sort()).to.deep.equal(['backups', 'limit', 'page', 'success', 'total']);
+      expect(Object.keys(res.body).sort()).to.deep.equal([
+        'backups',
+        'has_more',
+        'limit',
+        'page',
+        'success',
+        'total',
+      ]);
       expect(res.body).to.include({ total: 3, page: 1, limit: 2 });
       expect(res.body.backups.map((b: any) => b.id)).to.deep.equal([ids[2], ids[1]]);
       const page2 = await backups(owner.token, d.id, '?limit=2&page=2');

@@ -273,6 +273,13 @@ describe('organization deletion (HTTP)', function () {
     // Then every row goes.
     await waitRemoved(s.deps, owner.organizationId);
     expect(await rowsOf(s.deps, owner.organizationId)).to.deep.equal({});
+    // Its lists' counts too (README, "Lists"), the other organization's stay as they were.
+    const counts = await s.deps.db.orm.em
+      .fork()
+      .execute<{ n: string }[]>(`select count(*) as n from list_counts where scope_id = ?`, [
+        owner.organizationId,
+      ]);
+    expect(Number(counts[0]!.n)).to.equal(0);
     expect(await userKeyedRows(s.deps, [owner.id, admin.id, member.id, invitedId])).to.equal(0);
     expect(await fingerprint(s.deps, other.organizationId)).to.deep.equal(before);
     expect((await get(s, other.token)).status).to.equal(200);

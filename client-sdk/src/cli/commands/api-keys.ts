@@ -86,8 +86,7 @@ export default defineCommandGroup({
             expires: (k) => k.expires_at,
             'last used': (k) => k.last_used_at ?? 'never',
           });
-          const shown = (res.page - 1) * res.limit + res.api_keys.length;
-          return shown < res.total
+          return res.has_more && res.page !== null
             ? `${rows}\n(${res.api_keys.length} of ${res.total}: next page with --page ${res.page + 1})`
             : rows;
         });
