@@ -229,17 +229,26 @@ async function finishBackup(deps: AppDeps, tx: Em, b: DatabaseBackup, d: Managed
   recordEvent(tx, databaseBackupCompleted, toBackupDto(b, d), b.organization.id, now);
 }
 
-/** The completion job: a `pending` backup becomes `completed`. */
+/**
+ * The completion job: a `pending` backup becomes `completed`. Locks the database before the backup, the order of
+ * every other path that holds both (DELETE, cancel-deletion, the removal): the other order could deadlock with them.
+ */
 export async function completeBackup(deps: AppDeps, backupId: string): Promise<void> {
   await deps.db.orm.em.fork().transactional(async (tx) => {
-    const b = await tx.findOne(DatabaseBackup, { id: backupId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-    if (!b || b.status !== 'pending') return;
+    const found = await tx.findOne(DatabaseBackup, { id: backupId }, { fields: ['id', 'database'] });
+    if (!found) return;
     const d = await tx.findOne(
       ManagedDatabase,
-      { id: b.database.id },
+      { id: found.database.id },
       { lockMode: LockMode.PESSIMISTIC_WRITE },
     );
     if (!d || d.removedAt) return;
+    const b = await tx.findOne(
+      DatabaseBackup,
+      { id: backupId },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+    );
+    if (!b || b.status !== 'pending') return;
     await finishBackup(deps, tx, b, d, deps.clock.now());
   });
 }
