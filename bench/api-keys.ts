@@ -7,7 +7,7 @@
 //   thousands of VPN connections would each queue an activation job on the queue the other benches share.
 // Each reference load runs before and after the measured one and their mean is the reference, so that the growth
 // of the table during the POST loads (and any drift of a shared machine) weighs on both sides alike.
-import pg from 'pg';
+import { ownEnterpriseOrganization } from './lib/organization.js';
 import type { BenchContext } from './lib/plugin.js';
 import type { LoadResult } from './lib/load.js';
 import { describeFailures } from './lib/load.js';
@@ -19,31 +19,9 @@ const CARD = { payment_method: 'pm_card_visa' };
 const GET_TARGET = 0.9;
 const POST_TARGET = 0.7;
 
-interface Registered {
-  token: string;
-  user: { organization_id: string };
-}
-
 async function ownOrganization(ctx: BenchContext): Promise<{ token: string; secret: string }> {
-  const email = `bench-keys-${Date.now()}@example.test`;
-  const reg = await ctx.api<Registered>('POST', '/v1/auth/register', {
-    email,
-    password: 'bench-keys-password',
-    name: 'Bench Keys',
-    organization_name: 'Bench Keys Organization',
-  });
-  if (reg.status !== 201) throw new Error(`registering answered ${reg.status}`);
   // Unlimited connections and quota, as the bench's own organization has.
-  const client = new pg.Client({ connectionString: ctx.databaseUrl });
-  await client.connect();
-  try {
-    await client.query(`update organizations set plan = 'enterprise' where id = $1`, [
-      reg.body.user.organization_id,
-    ]);
-  } finally {
-    await client.end();
-  }
-  const token = reg.body.token;
+  const { token } = await ownEnterpriseOrganization(ctx, 'keys');
   const key = await ctx.api<{ secret: string }>(
     'POST',
     '/v1/api-keys',

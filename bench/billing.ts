@@ -4,6 +4,7 @@
 //   the period end, none twice.
 // - the p50 time to render one invoice PDF through its signed `pdf_url`.
 import pg from 'pg';
+import { ownEnterpriseOrganization } from './lib/organization.js';
 import type { BenchContext } from './lib/plugin.js';
 import { fmt } from './lib/report.js';
 
@@ -108,36 +109,10 @@ interface Invoice {
   pdf_url: string;
 }
 
-/**
- * An organization of its own on enterprise: the move to pro below would otherwise hold the bench organization to
- * pro's monthly API quota, which the loads before this one have long spent (every request then answers 429).
- */
-async function ownEnterpriseOrganization(ctx: BenchContext): Promise<string> {
-  const reg = await ctx.api<{ token: string; user: { organization_id: string } }>(
-    'POST',
-    '/v1/auth/register',
-    {
-      email: `bench-billing-${Date.now()}@example.test`,
-      password: 'bench-billing-password',
-      name: 'Bench Billing',
-      organization_name: 'Bench Billing Organization',
-    },
-  );
-  if (reg.status !== 201) throw new Error(`registering answered ${reg.status}`);
-  const client = new pg.Client({ connectionString: ctx.databaseUrl });
-  await client.connect();
-  try {
-    await client.query(`update organizations set plan = 'enterprise' where id = $1`, [
-      reg.body.user.organization_id,
-    ]);
-  } finally {
-    await client.end();
-  }
-  return reg.body.token;
-}
-
 async function pdfLatency(ctx: BenchContext): Promise<void> {
-  const token = await ownEnterpriseOrganization(ctx);
+  // Its own organization: the move to pro would otherwise hold the bench organization to pro's monthly API quota,
+  // which the loads before this one have long spent (every request after it would answer 429).
+  const { token } = await ownEnterpriseOrganization(ctx, 'billing');
   const card = await ctx.api(
     'POST',
     '/v1/billing/payment-methods',

@@ -16,7 +16,7 @@
 // forced full collection before and after (target: flat, within 10 MB).
 import { readdirSync } from 'node:fs';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { ownEnterpriseOrganization } from './lib/organization.js';
 import type { BenchContext } from './lib/plugin.js';
 import { freePort, type ServerHandle } from './lib/processes.js';
 import { fmt } from './lib/report.js';
@@ -116,35 +116,6 @@ class Inspector {
   close(): void {
     this.ws.close();
   }
-}
-
-/**
- * An enterprise organization of its own (unlimited resources and quota, as the bench organization): what the mix
- * creates and leaves behind (the last cycle's connections and webhooks, the seeded rows) stays out of the bench
- * organization, whose lists the benches after this one count. Returns its owner's access token.
- */
-async function ownOrganization(ctx: BenchContext): Promise<string> {
-  const reg = await ctx.api<{ token: string; user: { organization_id: string } }>(
-    'POST',
-    '/v1/auth/register',
-    {
-      email: `bench-mixed-${Date.now()}@example.test`,
-      password: 'bench-mixed-password',
-      name: 'Bench Mixed',
-      organization_name: 'Bench Mixed Organization',
-    },
-  );
-  if (reg.status !== 201) throw new Error(`registering answered ${reg.status}`);
-  const client = new pg.Client({ connectionString: ctx.databaseUrl });
-  await client.connect();
-  try {
-    await client.query(`update organizations set plan = 'enterprise' where id = $1`, [
-      reg.body.user.organization_id,
-    ]);
-  } finally {
-    await client.end();
-  }
-  return reg.body.token;
 }
 
 async function seed(ctx: BenchContext, api: BenchContext['api']) {
@@ -348,7 +319,10 @@ export async function bench(ctx: BenchContext): Promise<void> {
     `Mixed /v1 load (80 % reads, 20 % writes), ${ctx.settings.connections} connections, ${seconds} s ` +
       '(4 × BENCH_DURATION), a server of its own',
   );
-  const headers = { ...ctx.headers, authorization: `Bearer ${await ownOrganization(ctx)}` };
+  // An organization of its own: what the mix creates and leaves behind (the last cycle's connections and webhooks,
+  // the seeded rows) stays out of the bench organization, whose lists the benches after this one count.
+  const { token } = await ownEnterpriseOrganization(ctx, 'mixed');
+  const headers = { ...ctx.headers, authorization: `Bearer ${token}` };
   const inspectPort = await freePort();
   const server: ServerHandle = await ctx.startServer({ NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}` });
   const inspector = await Inspector.connect(inspectPort);
