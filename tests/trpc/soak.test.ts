@@ -11,6 +11,8 @@ import { createOrg } from '../support/factories.js';
 // leave behind under load (a Fetch `Request`'s finalizer record holding the call's abort signal and its listeners,
 // about 0.6 KB, released only as fast as finalizers run) is too small to see here within that bound once the
 // finalizers have run, so the test also checks its cause directly: no Fetch `Request` is built for these calls.
+// The heap is the whole test process's, which other suites' servers share (their jobs and timers run meanwhile):
+// the calls run in two equal rounds, and a leak grows the heap in both, where such noise grows it in one at most.
 
 /** Node's `gc()`, exposed at run time (the test run has no --expose-gc). */
 function exposeGc(): () => void {
@@ -18,8 +20,9 @@ function exposeGc(): () => void {
   return runInNewContext('gc') as () => void;
 }
 
-const SINGLE_CALLS = 1_500;
-const BATCHES = 400;
+const SINGLE_CALLS = 1_000;
+const BATCHES = 250;
+const ROUNDS = 2;
 const CONCURRENCY = 16;
 const MAX_GROWTH_BYTES = 4 * 1024 * 1024;
 
@@ -92,7 +95,7 @@ describe('/trpc soak: no heap kept per call (server/trpc/http.ts)', function () 
     const gc = exposeGc();
     // Warm-up: connections, prepared statements, caches and compiled code.
     expect(await run(paths(300, 100))).to.deep.equal([]);
-    const before = await settledHeap(gc);
+    const heaps = [await settledHeap(gc)];
     // The client uses node:http, so every Fetch `Request` built meanwhile is the server's.
     const FetchRequest = globalThis.Request;
     let built = 0;
@@ -103,16 +106,19 @@ describe('/trpc soak: no heap kept per call (server/trpc/http.ts)', function () 
       }
     };
     try {
-      expect(await run(paths(SINGLE_CALLS, BATCHES))).to.deep.equal([]);
+      for (let round = 0; round < ROUNDS; round++) {
+        expect(await run(paths(SINGLE_CALLS, BATCHES))).to.deep.equal([]);
+        heaps.push(await settledHeap(gc));
+      }
     } finally {
       globalThis.Request = FetchRequest;
     }
     expect(built, 'Fetch Requests built by the server').to.equal(0);
-    const after = await settledHeap(gc);
-    const growth = after - before;
+    const growths = heaps.slice(1).map((h, i) => h - heaps[i]!);
+    const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
     expect(
-      growth,
-      `heap after full GC grew by ${(growth / 1024 / 1024).toFixed(1)} MB over ${SINGLE_CALLS + 2 * BATCHES} calls`,
+      Math.min(...growths),
+      `heap after full GC grew by ${growths.map(mb).join(' and ')} over two rounds of ${SINGLE_CALLS + 2 * BATCHES} calls`,
     ).to.be.below(MAX_GROWTH_BYTES);
   });
 });
