@@ -4,7 +4,13 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { startCluster, type Cluster, type ClusterProcess } from '../support/cluster.js';
 import { http, type HttpResult } from '../support/http.js';
-import { TEST_REDIS_URL, deleteRedisKeys, requireRedis, uniqueRedisPrefix } from '../support/redis.js';
+import {
+  TEST_REDIS_URL,
+  deleteRedisKeys,
+  requireRedis,
+  skipOrFail,
+  uniqueRedisPrefix,
+} from '../support/redis.js';
 import { ownPostgresDatabaseOnEveryPass, type ScratchDatabase } from '../support/scratch-database.js';
 
 /** The burst limit of the cluster: the issue's figure (20 per 10 s). */
@@ -75,8 +81,12 @@ describe('several server processes on one database and one Redis', function () {
 
   before(async function () {
     this.timeout(180_000);
-    await requireRedis();
-    db = await ownPostgresDatabaseOnEveryPass('multi_process');
+    await requireRedis(this);
+    try {
+      db = await ownPostgresDatabaseOnEveryPass('multi_process');
+    } catch (err) {
+      skipOrFail(this, `This test needs PostgreSQL (TEST_POSTGRES_URL): ${(err as Error).message}`, err);
+    }
     cluster = await startCluster({
       size: 3,
       databaseUrl: db.url,
@@ -93,7 +103,8 @@ describe('several server processes on one database and one Redis', function () {
     await sql?.end();
     await cluster?.stop();
     await receiver?.close();
-    await deleteRedisKeys(prefix);
+    // Nothing was written when the suite was skipped for want of Redis or PostgreSQL.
+    if (db) await deleteRedisKeys(prefix);
     await db?.drop();
   });
 
