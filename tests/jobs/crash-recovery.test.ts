@@ -1,28 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
 import { usingPostgres } from '../support/env.js';
 import { http } from '../support/http.js';
+import { freePort } from '../support/ports.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      srv.close(() => done(port));
-    });
-  });
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { freePort } from './redis.js';
+import { freePort } from './ports.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 /** What `npm start` runs (README, "Quick start"): server/ built by esbuild into dist/. */

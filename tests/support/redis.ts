@@ -1,11 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
+import { freePort } from './ports.js';
 import pino from 'pino';
 import type { Logger } from '../../server/kit/deps.js';
 
@@ -69,18 +69,6 @@ export async function deleteRedisKeys(prefix: string, url = TEST_REDIS_URL): Pro
   } finally {
     client.disconnect();
   }
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      srv.close(() => done(port));
-    });
-  });
 }
 
 /** Whether `redis-server` can be run here (the tests that stop and start a Redis of their own need it). */

@@ -1,27 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { usingPostgres } from '../support/env.js';
 import { http } from '../support/http.js';
+import { freePort } from '../support/ports.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      srv.close(() => done(port));
-    });
-  });
-}
 
 /**
  * Idempotency across a crash (README, "Idempotency"): the real server in a child process is killed (SIGKILL) after

@@ -11,12 +11,12 @@ import {
   TEST_REDIS_URL,
   capturingLogger,
   deleteRedisKeys,
-  freePort,
   redisClient,
   redisServerAvailable,
   requireRedis,
   uniqueRedisPrefix,
 } from '../support/redis.js';
+import { freePort } from '../support/ports.js';
 import { expectError } from './envelope.js';
 
 /** The login session of an access token (its `sid` claim): the key of its burst window. */
