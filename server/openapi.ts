@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AnyEventDefinition } from './events/define-event.js';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import { modules } from './modules.js';
-import { procedureTakesInput } from './rest.js';
+import { procedureInputIsStrict, procedureTakesInput } from './rest.js';
 import { appRouter } from './router.js';
 import { takesIdempotencyKey } from './trpc/idempotency.js';
 import type { Meta } from './trpc/init.js';
@@ -349,6 +349,29 @@ function queryToBody(op: Json): void {
   };
 }
 
+/**
+ * States on a body what the server enforces: a strict input refuses unknown fields (`additionalProperties: false`,
+ * which the generator leaves out of a refined object), and an action whose input is only its path parameters
+ * still reads a body when one is sent (`{}` or nothing; any field is 400), so it declares an optional empty one.
+ */
+function declareStrictBody(op: Json, strict: boolean): void {
+  if (!strict) return;
+  if (op.requestBody === undefined) {
+    op.requestBody = {
+      required: false,
+      content: {
+        'application/json': { schema: { type: 'object', properties: {}, additionalProperties: false } },
+      },
+    };
+    return;
+  }
+  const schema = ((op.requestBody as Json).content as Record<string, Json> | undefined)?.['application/json']
+    ?.schema as Json | undefined;
+  if (schema && schema.$ref === undefined && schema.additionalProperties === undefined) {
+    schema.additionalProperties = false;
+  }
+}
+
 function describeParameters(op: Json): void {
   for (const param of (op.parameters as Json[] | undefined) ?? []) {
     const schema = param.schema as Json | undefined;
@@ -626,6 +649,9 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       const { meta } = found;
       if (!meta.openapi?.operationId) op.operationId = operationIdOf(found.path);
       if (meta.deleteWithBody && method === 'delete') queryToBody(op);
+      if (BODY_METHODS.has(method) || meta.deleteWithBody) {
+        declareStrictBody(op, procedureInputIsStrict(procedures[found.path]!));
+      }
       describeParameters(op);
       const isPublic = meta.auth === 'public' || (meta.auth === undefined && meta.openapi?.protect === false);
       op.security = isPublic
