@@ -51,6 +51,14 @@ Every error body is the envelope \`{"success": false, "error": {"code", "message
 \`error.code\` is stable and machine readable. \`request_id\` equals the \`X-Request-Id\` response header that every
 response carries (a valid incoming \`X-Request-Id\` is reused).
 
+## Browsers (CORS)
+Pages of the origins the server allows (\`CORS_ORIGINS\`; any origin by default) may call the API from a browser:
+preflights are answered 204 for \`Authorization\`, \`Content-Type\`, \`Idempotency-Key\`, \`X-Request-Id\` and
+\`Last-Event-ID\`, and every answer, errors and event streams included, carries \`Access-Control-Allow-Origin\` and
+exposes \`X-Request-Id\`, \`Location\`, \`RateLimit\`, \`RateLimit-Policy\`, \`Retry-After\` and
+\`Idempotent-Replayed\`. Credentials mode is never allowed: the API reads bearer tokens, never cookies. A browser
+app signs its user in and keeps the user's tokens; it never holds an API key of the organization.
+
 ## Rate limits
 Authenticated requests count against the monthly quota of the organization's plan and a short burst limit per
 token. Their responses carry \`RateLimit-Policy\` and \`RateLimit\`; every 429 carries \`Retry-After\` (seconds).
@@ -159,6 +167,13 @@ const HEADERS: Record<string, Json> = {
   },
   WWWAuthenticate: {
     description: '`Bearer` on token failures',
+    schema: { type: 'string' },
+  },
+  // Named as the header: the OWASP ruleset looks for this name in every `headers` map.
+  'Access-Control-Allow-Origin': {
+    description:
+      'CORS: sent to a request whose `Origin` the server allows (`CORS_ORIGINS`): `*`, or that origin when a list ' +
+      'is configured. Never with `Access-Control-Allow-Credentials`.',
     schema: { type: 'string' },
   },
 };
@@ -450,6 +465,21 @@ function pruneUnusedComponents(doc: OpenAPIObject): void {
   }
 }
 
+/** Every response of every operation may carry `Access-Control-Allow-Origin` (README, "Browsers (CORS)"). */
+function addCorsHeader(doc: OpenAPIObject): void {
+  const add = (response: Json) => {
+    if (typeof response.$ref === 'string') return;
+    response.headers = { ...(response.headers as Json | undefined), ...CORS_HEADER };
+  };
+  const CORS_HEADER = { 'Access-Control-Allow-Origin': headerRef('Access-Control-Allow-Origin') };
+  for (const item of Object.values(doc.paths ?? {}))
+    for (const op of Object.values(item as Record<string, Json>))
+      for (const response of Object.values((op.responses as Record<string, Json> | undefined) ?? {}))
+        add(response);
+  for (const response of Object.values((doc.components?.responses ?? {}) as unknown as Record<string, Json>))
+    add(response);
+}
+
 /** `user.created` → `UserCreatedEvent`: the component schema of an event's body. */
 function eventSchemaName(type: string): string {
   return `${type
@@ -737,6 +767,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
     description: TAG_DESCRIPTIONS[name] ?? `Operations on ${name.toLowerCase()}.`,
   }));
 
+  addCorsHeader(doc);
   polishSchema(doc.paths);
   polishSchema(components.schemas);
   pruneUnusedComponents(doc);
