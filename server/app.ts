@@ -26,6 +26,7 @@ import {
   type ErrorCode,
 } from './lib/errors.js';
 import { newId } from './lib/ids.js';
+import { registerCors } from './cors.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { registerRestRoutes } from './rest.js';
 import { appRouter } from './router.js';
@@ -303,8 +304,13 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     });
   }
 
-  app.addHook('onRequest', async (req, reply) => {
+  // The headers of every answer first, then CORS (which answers preflights at once), then the checks that refuse.
+  app.addHook('onRequest', (req, reply, done) => {
     setCommonHeaders(req, reply);
+    done();
+  });
+  await registerCors(app, config);
+  app.addHook('onRequest', async (req) => {
     if (draining) throw shuttingDown();
     // Media types are case-insensitive; the REST routes and the /trpc adapter compare them as written.
     const ct = req.headers['content-type'];

@@ -174,6 +174,35 @@ const ZEnv = z.object({
     )
     .transform(Number),
   TAX_JURISDICTION: z.string().trim().min(1).max(100).default('US'),
+  CORS_ORIGINS: z
+    .string()
+    .trim()
+    .default('*')
+    .transform((s, ctx) => {
+      if (s === '*') return '*' as const;
+      const origins: string[] = [];
+      for (const item of s.split(',').map((x) => x.trim())) {
+        let origin: string | undefined;
+        try {
+          const url = new URL(item);
+          // An origin only: scheme, host and port (a trailing `/` is tolerated), as browsers send in `Origin`.
+          const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password;
+          if (/^https?:$/.test(url.protocol) && bare && !/^[^/]*\/\/[^/]*\/./.test(item)) origin = url.origin;
+        } catch {
+          origin = undefined;
+        }
+        if (!origin) {
+          ctx.addIssue({
+            code: 'custom',
+            message:
+              'CORS_ORIGINS must be * or comma-separated origins such as https://app.example.com,http://localhost:5173',
+          });
+          return z.NEVER;
+        }
+        if (!origins.includes(origin)) origins.push(origin);
+      }
+      return origins;
+    }),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
     .default('info'),
@@ -243,6 +272,11 @@ export interface Config {
     taxJurisdiction: string;
   };
   logLevel: (typeof LOG_LEVELS)[number];
+  /**
+   * Origins whose pages may call `/v1` and `/trpc` (CORS, README "Browsers (CORS)"): `*` for any, else exact
+   * origins (`https://app.example.com`, lowercased as browsers send them).
+   */
+  corsOrigins: '*' | string[];
 }
 
 export class ConfigError extends Error {
@@ -367,5 +401,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       taxJurisdiction: v.TAX_JURISDICTION,
     },
     logLevel: v.LOG_LEVEL,
+    corsOrigins: v.CORS_ORIGINS,
   };
 }

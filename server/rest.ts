@@ -60,6 +60,7 @@ interface ZodDef {
   innerType?: ZodLike;
   in?: ZodLike;
   shape?: Record<string, ZodLike>;
+  catchall?: ZodLike;
 }
 
 function defOf(schema: unknown): ZodDef | undefined {
@@ -89,6 +90,15 @@ function inputOf(proc: AnyTRPCProcedure): ZodDef | undefined {
 export function procedureTakesInput(proc: AnyTRPCProcedure): boolean {
   const input = inputOf(proc);
   return input !== undefined && !VOID_LIKE.has(input.type ?? '');
+}
+
+/**
+ * Whether the procedure's input is a strict object (`z.strictObject`): a field it does not declare is refused with
+ * 400 "Unknown field". The OpenAPI document says so of its request body (`additionalProperties: false`).
+ */
+export function procedureInputIsStrict(proc: AnyTRPCProcedure): boolean {
+  const input = inputOf(proc);
+  return input?.type === 'object' && defOf(input.catchall)?.type === 'never';
 }
 
 /** The `/v1` routes of `router`: one per procedure whose meta has `openapi`. */
@@ -145,8 +155,22 @@ function queryInput(query: unknown, arrayFields: ReadonlySet<string>): Record<st
   return out;
 }
 
+/** Neither a body nor a media type: a bodiless request (`DELETE /organization` sent without its fields). */
+function isBodiless(req: FastifyRequest): boolean {
+  const length = req.headers['content-length'];
+  return (
+    req.body === undefined &&
+    req.headers['content-type'] === undefined &&
+    req.headers['transfer-encoding'] === undefined &&
+    (length === undefined || length === '0')
+  );
+}
+
 function bodyInput(req: FastifyRequest, params: readonly string[]): Record<string, unknown> {
-  // Fastify also parses text/plain; the API speaks JSON only (a bodiless request was given `{}` as JSON already).
+  // A request without a body reads as `{}`, whatever its method, so that missing required fields are named (400),
+  // as for a bodiless POST (given `{}` as JSON already by the server's hook).
+  if (isBodiless(req)) return {};
+  // Fastify also parses text/plain; the API speaks JSON only.
   if (!req.headers['content-type']?.startsWith('application/json')) throw unsupportedMediaType();
   const body = req.body;
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {

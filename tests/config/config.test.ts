@@ -72,6 +72,7 @@ describe('configuration (README, "Configuration")', () => {
         rateLimitBurst: 100,
         redis: undefined,
         logLevel: 'info',
+        corsOrigins: '*',
       });
       expect(c.webhook).to.deep.equal({
         allowPrivateTargets: false,
@@ -132,6 +133,24 @@ describe('configuration (README, "Configuration")', () => {
       });
       expect(c.webhook.retryScheduleMs).to.deep.equal([1000, 2000, 180_000]);
       expect(c.webhook.disableAfterMs).to.equal(36 * 3_600_000);
+    });
+
+    it('reads CORS_ORIGINS: * or exact origins (normalized as browsers send them), anything else refused', () => {
+      expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).to.equal('*');
+      expect(
+        loadConfig({
+          CORS_ORIGINS: 'https://App.Example.com/, http://localhost:5173,https://app.example.com:443',
+        }).corsOrigins,
+      ).to.deep.equal(['https://app.example.com', 'http://localhost:5173']);
+      for (const bad of [
+        'https://app.example.com/path',
+        'app.example.com',
+        'ftp://x.example',
+        'null',
+        '*,https://a.b',
+      ]) {
+        expect(() => loadConfig({ CORS_ORIGINS: bad }), bad).to.throw(ConfigError, /CORS_ORIGINS must be \*/);
+      }
     });
 
     it('treats empty variables as unset', () => {

@@ -13,6 +13,7 @@ import {
   ZNoBillingQuery,
   ZPaymentMethodIdInput,
   ZPaymentMethodOutput,
+  ZPayInvoiceInput,
   ZPreviewInput,
   ZSubscriptionOutput,
   ZUpdateSubscriptionInput,
@@ -88,7 +89,11 @@ const subscriptionRouter = router({
         tags,
         summary: 'Preview the invoice a plan change would issue',
         description:
-          'Lines, tax and total of the change now, without changing anything (`id` and `number` null).',
+          'Lines, tax and total of the change now, without changing anything (`id` and `number` null). A ' +
+          'change that `PUT /billing/subscription` would refuse is refused the same way.',
+        errorResponses: {
+          409: 'A downgrade below current usage (`details: [{resource, limit, current}]`), as the change itself',
+        },
       },
     })
     .input(ZPreviewInput)
@@ -189,14 +194,17 @@ const invoicesRouter = router({
         path: '/billing/invoices/{id}/pay',
         tags,
         summary: 'Charge an open invoice now',
-        description: 'Charges the default payment method; the retry schedule goes on if it is declined.',
+        description:
+          'Charges the default payment method, or the one given as `payment_method` (for this payment only: the ' +
+          'default stays). The retry schedule goes on if it is declined.',
         errorResponses: {
           402: '`PAYMENT_FAILED`: declined (the invoice stays open)',
+          404: 'The invoice, or the payment method, is not one of the organization',
           409: 'The invoice is not open',
         },
       },
     })
-    .input(ZInvoiceIdInput)
+    .input(ZPayInvoiceInput)
     .output(ZInvoiceOutput)
     .mutation(({ ctx, input }) => invoices.payInvoice(ctx, input)),
 });

@@ -156,6 +156,26 @@ async function overLimits(
   return out;
 }
 
+/** Whether `plan` changes the subscription: another plan, or any plan on a canceled subscription. */
+function changesPlan(locked: Locked, plan: PlanId): boolean {
+  return plan !== locked.org.plan || locked.sub.status === 'canceled';
+}
+
+/**
+ * The check of a plan change before anything is done, for the change and its preview alike: a plan whose limits
+ * are below what the organization uses → 409 with `details: [{resource, limit, current}]`.
+ */
+async function assertPlanFits(em: Em, deps: AppDeps, locked: Locked, plan: PlanId, now: Date): Promise<void> {
+  const over = await overLimits(em, deps, locked.org.id, plan, now);
+  if (over.length > 0) {
+    throw new AppError(
+      'CONFLICT',
+      `The ${plan} plan's limits are below what the organization uses; delete resources first`,
+      { details: over },
+    );
+  }
+}
+
 /** The lines a plan change makes now: the proration of the rest of the period, or a new period after a cancel. */
 function changeLines(
   locked: Locked,
@@ -198,6 +218,8 @@ export async function previewChange(ctx: ActorContext, input: TPreviewInput): Pr
     { populate: ['organization'] },
   );
   const locked = { sub, org: sub.organization as Organization };
+  // What the change would answer: a plan it would refuse is refused here too.
+  if (changesPlan(locked, input.plan)) await assertPlanFits(ctx.em, ctx.deps, locked, input.plan, now);
   const { lines, period } = changeLines(locked, input.plan, behavior, now, ctx.deps);
   const { view } = draftInvoice(ctx.deps, sub, {
     lines,
@@ -253,15 +275,8 @@ export async function updateSubscription(
     }
 
     let invoice = null;
-    if (input.plan !== undefined && (input.plan !== org.plan || sub.status === 'canceled')) {
-      const over = await overLimits(tx, ctx.deps, orgId, input.plan, now);
-      if (over.length > 0) {
-        throw new AppError(
-          'CONFLICT',
-          `The ${input.plan} plan's limits are below what the organization uses; delete resources first`,
-          { details: over },
-        );
-      }
+    if (input.plan !== undefined && changesPlan(locked, input.plan)) {
+      await assertPlanFits(tx, ctx.deps, locked, input.plan, now);
       const { lines, period, restart } = changeLines(locked, input.plan, behavior, now, ctx.deps);
       if (restart || (behavior === 'always_invoice' && lines.length > 0)) {
         const issued = await issueInvoice(tx, ctx.deps, locked, pm, {
