@@ -19,7 +19,7 @@ import {
   recordFailure,
   recordLoginFailure,
   throttleKey,
-} from './auth.service.js';
+} from './login-completion.js';
 import type {
   TLoginOutput,
   TTwoFactorChallengeOutput,
