@@ -1,6 +1,5 @@
 import { Organization } from '../../access/organization.entity.js';
 import { LoginSession, RefreshToken } from '../../access/session.entity.js';
-import { REFRESH_TOKEN_TTL_MS } from '../../access/tokens.js';
 import { createUserEntity, User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
@@ -20,6 +19,7 @@ import {
   INVALID_LOGIN,
   issueSession,
   newRefreshToken,
+  sessionExpiry,
   recordFailure,
   recordLoginFailure,
   throttleKey,
@@ -95,8 +95,10 @@ export async function refresh(ctx: RequestContext, input: TRefreshInput): Promis
     ) {
       return { error: INVALID_REFRESH() };
     }
-    session.expiresAt = new Date(now.getTime() + REFRESH_TOKEN_TTL_MS);
-    const refreshValue = newRefreshToken({ ...ctx, em }, session, now);
+    // Slides with use, but never past SESSION_MAX_AGE after the sign-in.
+    session.expiresAt = sessionExpiry(ctx, session.createdAt, now);
+    session.lastUsedAt = now;
+    const refreshValue = newRefreshToken({ ...ctx, em }, session, now, session.expiresAt);
     const access = ctx.deps.tokens.sign(
       { sub: user.id, org: user.organization.id, sid: session.id },
       Math.floor(now.getTime() / 1000),

@@ -75,18 +75,32 @@ export async function recordFailure(ctx: RequestContext, key: string): Promise<v
   );
 }
 
+/**
+ * When a session used at `now` expires: 30 days of inactivity (the refresh token's life), never later than
+ * `SESSION_MAX_AGE` after its sign-in.
+ */
+export function sessionExpiry(ctx: RequestContext, createdAt: Date, now: Date): Date {
+  return new Date(
+    Math.min(now.getTime() + REFRESH_TOKEN_TTL_MS, createdAt.getTime() + ctx.deps.config.sessionMaxAgeMs),
+  );
+}
+
 /** Opens a login session and issues its first token pair. Runs inside the caller's unit of work. */
 export function issueSession(ctx: RequestContext, user: User): { access: string; refresh: string } {
   const now = ctx.deps.clock.now();
+  const expiresAt = sessionExpiry(ctx, now, now);
   const session = ctx.em.create(LoginSession, {
     id: newId('ses'),
+    createdAt: now,
+    updatedAt: now,
     user,
-    expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS),
+    expiresAt,
     revokedAt: null,
     ip: ctx.ip,
     userAgent: ctx.userAgent ?? null,
+    lastUsedAt: now,
   });
-  const refresh = newRefreshToken(ctx, session, now);
+  const refresh = newRefreshToken(ctx, session, now, expiresAt);
   const access = ctx.deps.tokens.sign(
     { sub: user.id, org: user.organization.id, sid: session.id },
     Math.floor(now.getTime() / 1000),
@@ -94,13 +108,21 @@ export function issueSession(ctx: RequestContext, user: User): { access: string;
   return { access, refresh };
 }
 
-export function newRefreshToken(ctx: RequestContext, session: LoginSession, now: Date): string {
+/** A refresh token of `session`, valid as long as the session is. */
+export function newRefreshToken(
+  ctx: RequestContext,
+  session: LoginSession,
+  now: Date,
+  expiresAt: Date,
+): string {
   const value = randomToken('rt_', 256);
   ctx.em.create(RefreshToken, {
     id: newId('ses').replace(/^ses_/, 'rtk_'),
+    createdAt: now,
+    updatedAt: now,
     session,
     tokenHash: sha256Hex(value),
-    expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS),
+    expiresAt,
     usedAt: null,
   });
   return value;
