@@ -93,5 +93,24 @@ describe('outgoing mail (README, "Configuration": MAIL_URL)', function () {
       // Nothing of the mail in the log: the SMTP driver logs no message.
       expect(captured.lines.join('\n')).to.not.match(/uit_/);
     });
+
+    it('sends the password-reset mail over SMTP; its token sets the new password', async () => {
+      const owner = await createOrg(s.deps);
+      const res = await http(s.baseUrl, 'POST', '/v1/auth/password-reset', { body: { email: owner.email } });
+      expect(res.status).to.equal(202);
+      const mail = await smtp.waitFor((m) => m.to.includes(owner.email));
+      expect(mail.subject).to.equal('Reset your password');
+      const link = /(https?:\/\/\S+\/reset-password\?token=\S+)/.exec(mail.text)?.[1];
+      expect(link, mail.text).to.be.a('string');
+      const confirmed = await http(s.baseUrl, 'POST', '/v1/auth/password-reset/confirm', {
+        body: { token: tokenOf(link!), new_password: 'reset-over-smtp' },
+      });
+      expect(confirmed.status).to.equal(200);
+      const login = await http(s.baseUrl, 'POST', '/v1/auth/login', {
+        body: { email: owner.email, password: 'reset-over-smtp' },
+      });
+      expect(login.status).to.equal(200);
+      expect(captured.lines.join('\n')).to.not.match(/pwr_/);
+    });
   });
 });
