@@ -76,6 +76,9 @@ function tempDir(label: string): string {
 function serverEnv(db: Db, port: number, extra: Record<string, string> = {}): Record<string, string> {
   return {
     NODE_ENV: 'production',
+    // Production needs an SMTP server; the bench sends no mail, so none listens there.
+    MAIL_URL: 'smtp://127.0.0.1:2525',
+    MAIL_FROM: 'no-reply@example.com',
     HOST: '127.0.0.1',
     PORT: String(port),
     LOG_LEVEL: 'warn',

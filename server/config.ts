@@ -121,6 +121,30 @@ const ZEnv = z.object({
     )
     .default('cloud-platform:'),
   AUDIT_LOG_ENABLED: bool('AUDIT_LOG_ENABLED').default(true),
+  MAIL_URL: z
+    .string()
+    .trim()
+    .refine((s) => {
+      try {
+        const url = new URL(s);
+        return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+      } catch {
+        return false;
+      }
+    }, 'MAIL_URL must be an smtp:// or smtps:// URL such as smtp://user:password@mail.example.com:587')
+    .optional(),
+  MAIL_FROM: z
+    .string()
+    .trim()
+    .min(3)
+    .max(320)
+    .refine(
+      (s) => /^[^<>@\s]+@[^<>@\s]+$/.test(s) || /^[^<>\r\n]*<[^<>@\s]+@[^<>@\s]+>$/.test(s),
+      'MAIL_FROM must be an address such as no-reply@example.com or Example <no-reply@example.com>',
+    )
+    .optional(),
+  PASSWORD_RESET_TTL: duration('PASSWORD_RESET_TTL', 60_000, 86_400_000).default(30 * 60_000),
+  SESSION_MAX_AGE: duration('SESSION_MAX_AGE', 3_600_000, 365 * 86_400_000).default(90 * 86_400_000),
   SITES_DOMAIN: z
     .string()
     .trim()
@@ -256,6 +280,12 @@ export interface Config {
    * each process keeps its own and no Redis connection is made.
    */
   redis: { url: string; keyPrefix: string } | undefined;
+  /** SMTP server and sender of outgoing mail; undefined: the log driver (never in production). */
+  mail: { url: string; from: string } | undefined;
+  /** How long a password-reset link works (README, "Accounts and sessions"). */
+  passwordResetTtlMs: number;
+  /** Absolute lifetime of a login session from its sign-in: refreshing never extends it past this. */
+  sessionMaxAgeMs: number;
   /** False only to measure what the audit log costs (the benchmark); every change is audited otherwise. */
   auditLogEnabled: boolean;
   /** Sites are served at `https://<slug>.<sitesDomain>` (README, "Hosting"). */
@@ -289,7 +319,14 @@ export class ConfigError extends Error {
 type Env = z.infer<typeof ZEnv>;
 
 /** Values never repeated in an error message. */
-const SECRET_KEYS = new Set(['JWT_SECRET', 'TWO_FACTOR_KEY', 'OWNER_PASSWORD', 'DATABASE_URL', 'REDIS_URL']);
+const SECRET_KEYS = new Set([
+  'JWT_SECRET',
+  'TWO_FACTOR_KEY',
+  'OWNER_PASSWORD',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'MAIL_URL',
+]);
 
 function problemLine(key: string, message: string, value: string | undefined): string {
   const line = message.startsWith(key) ? message : `${key}: ${message}`;
@@ -348,6 +385,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push('BCRYPT_COST must be at least 10 when NODE_ENV=production');
   if (isProduction && e.WEBHOOK_ALLOW_PRIVATE_TARGETS)
     problems.push('WEBHOOK_ALLOW_PRIVATE_TARGETS cannot be true when NODE_ENV=production');
+  // The log driver would put every mailed link (invitations, password resets) in the log.
+  if (isProduction && !cleaned.MAIL_URL)
+    problems.push('MAIL_URL is required when NODE_ENV=production (an smtp:// or smtps:// URL)');
+  if (cleaned.MAIL_URL && !cleaned.MAIL_FROM) problems.push('MAIL_FROM is required with MAIL_URL');
   if (Boolean(cleaned.OWNER_EMAIL) !== Boolean(cleaned.OWNER_PASSWORD))
     problems.push('OWNER_EMAIL and OWNER_PASSWORD must be set together');
   if (Boolean(cleaned.TLS_CERT_FILE) !== Boolean(cleaned.TLS_KEY_FILE))
@@ -392,6 +433,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimitBurst: v.RATE_LIMIT_BURST,
     redis: v.REDIS_URL ? { url: v.REDIS_URL, keyPrefix: v.REDIS_KEY_PREFIX } : undefined,
     auditLogEnabled: v.AUDIT_LOG_ENABLED,
+    mail: v.MAIL_URL && v.MAIL_FROM ? { url: v.MAIL_URL, from: v.MAIL_FROM } : undefined,
+    passwordResetTtlMs: v.PASSWORD_RESET_TTL,
+    sessionMaxAgeMs: v.SESSION_MAX_AGE,
     sitesDomain: v.SITES_DOMAIN,
     databases: { backupIntervalMs: v.BACKUP_INTERVAL, deletionGraceMs: v.DATABASE_DELETION_GRACE },
     billing: {

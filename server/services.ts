@@ -20,6 +20,7 @@ import {
 import { resolveGeneratedSecret } from './lib/secret-file.js';
 import { systemClock, type Clock } from './lib/time.js';
 import { LogMailDriver, type MailDriver } from './mail/mail-driver.js';
+import { SmtpMailDriver } from './mail/smtp-mail-driver.js';
 import { bootstrapOwner } from './modules/auth/auth.service.js';
 import { modules, type ModuleRuntimes } from './modules.js';
 
@@ -30,7 +31,7 @@ export interface StartOptions {
   pgliteDataDir?: string;
   /** Start the job workers (default true). */
   startJobs?: boolean;
-  /** Outgoing mail; the log driver by default. */
+  /** Outgoing mail; by default SMTP with MAIL_URL, else the log driver. */
   mail?: MailDriver;
   /**
    * Pieces of modules' runtimes laid over what their manifests' `create` built, before anything runs (tests: a
@@ -88,7 +89,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
       })
     : undefined;
   const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst, shared);
-  const mail = opts.mail ?? new LogMailDriver(log);
+  const mail = opts.mail ?? (config.mail ? new SmtpMailDriver(config.mail) : new LogMailDriver(log));
   const passwords = new PasswordHasher({ cost: config.bcryptCost });
   const deps: AppDeps = {
     config,
@@ -153,5 +154,6 @@ async function stopInOrder(deps: AppDeps): Promise<void> {
   await step('job queue', 15_000, () => deps.jobs.stop(10_000));
   await step('database', 10_000, () => deps.db.close());
   await step('password hashing', 5_000, () => deps.passwords.close());
+  await step('mail', 5_000, async () => deps.mail.close?.());
   if (problems.length > 0) throw new Error(`Shutdown incomplete: ${problems.join('; ')}`);
 }

@@ -26,7 +26,7 @@ export interface AppDeps {
   log: Logger;
   /** API call counters, monthly quota and burst limit (README, "Rate limits and quotas"). */
   apiUsage: ApiUsage;
-  /** Outgoing mail (invitations). The default driver writes messages to the log. */
+  /** Outgoing mail (invitations, password resets): SMTP with MAIL_URL, else the log driver. */
   mail: MailDriver;
   /** bcrypt at `BCRYPT_COST`, on worker threads. */
   passwords: PasswordHasher;

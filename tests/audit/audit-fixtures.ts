@@ -2,7 +2,10 @@ import { URI, type TOTP } from 'otpauth';
 import { dbName, runningDatabase } from '../modules/databases/databases-helpers.js';
 import { GIT_REPO, waitForDeployment } from '../modules/hosting/hosting-helpers.js';
 import { runDueBilling } from '../../server/modules/billing/renewals.js';
+import { User } from '../../server/access/user.entity.js';
 import { login } from '../../server/modules/auth/auth.service.js';
+import { createPasswordResetToken } from '../../server/modules/auth/password-reset-mail.js';
+import { sessionIdOf } from '../support/security-fixtures.js';
 import { createInProcessContext } from '../../server/trpc/context.js';
 import { newId } from '../../server/lib/ids.js';
 import { WebhookDelivery } from '../../server/modules/webhooks/webhook-delivery.entity.js';
@@ -131,6 +134,27 @@ export const auditFixtures: Record<string, AuditFixture> = {
       },
     };
   },
+
+  'auth.password.change': async ({ owner }) => ({
+    token: owner.token,
+    input: { current_password: owner.password, new_password: 'a-new-good-password' },
+  }),
+  'auth.password.requestReset': async ({ owner }) => ({ input: { email: owner.email } }),
+  'auth.password.confirmReset': async ({ s, owner, clock }) => {
+    const em = s.deps.db.orm.em.fork();
+    const user = await em.findOneOrFail(User, owner.id);
+    const token = createPasswordResetToken(em, user, clock.now(), 60_000);
+    await em.flush();
+    return { input: { token, new_password: 'a-new-good-password' } };
+  },
+  'auth.sessions.revoke': async ({ s, owner }) => {
+    const second = signedIn(
+      await login(createInProcessContext(s.deps), { email: owner.email, password: owner.password }),
+    );
+    const id = sessionIdOf(second.token);
+    return { token: owner.token, input: { id }, target: () => ({ type: 'login_session', id }) };
+  },
+  'auth.sessions.revokeAll': async ({ owner }) => ({ token: owner.token, input: { keep_current: true } }),
 
   // Users
   'users.create': async ({ owner }) => ({

@@ -19,7 +19,7 @@ import {
   recordFailure,
   recordLoginFailure,
   throttleKey,
-} from './auth.service.js';
+} from './login-completion.js';
 import type {
   TLoginOutput,
   TTwoFactorChallengeOutput,
@@ -28,6 +28,7 @@ import type {
   TTwoFactorSetupOutput,
   TTwoFactorVerifyInput,
 } from './auth.schema.js';
+import { revokeSessionsOf } from './sessions.service.js';
 import { LoginChallenge, RecoveryCode, TwoFactorCredential } from './two-factor.entity.js';
 
 /** TOTP of RFC 6238 as authenticator apps read it: SHA-1, 6 digits, 30-second steps. */
@@ -161,7 +162,10 @@ export async function setup(ctx: ActorContext): Promise<TTwoFactorSetupOutput> {
   };
 }
 
-/** `POST /auth/2fa/enable {code}`: confirms the pending secret; returns the recovery codes, once. */
+/**
+ * `POST /auth/2fa/enable {code}`: confirms the pending secret; returns the recovery codes, once. Every other session
+ * of the user is signed out.
+ */
 export async function enable(
   ctx: ActorContext,
   input: TTwoFactorEnableInput,
@@ -199,6 +203,8 @@ export async function enable(
     }
     user.twoFactorEnabled = true;
     user.updatedAt = now;
+    // Sessions opened with the password alone end: from now on a sign-in needs the second factor.
+    await revokeSessionsOf(em, actor.userId, actor.sessionId, now);
     await emitUserUpdated(ctx, em, user, now);
   });
   return { success: true, recovery_codes: codes };

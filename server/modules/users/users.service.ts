@@ -187,6 +187,7 @@ async function sendInvitation(ctx: ActorContext, actor: Actor, user: User, url: 
   try {
     await ctx.deps.mail.send({
       kind: 'invitation',
+      link: url,
       to: user.email,
       subject: `You are invited to join ${orgName}`,
       text:
