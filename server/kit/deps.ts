@@ -30,8 +30,11 @@ export interface AppDeps {
   passwords: PasswordHasher;
   /** What the modules declared in their manifests: owned resources, plan-feature counters, events. */
   registry: ModuleRegistry;
-  /** Keys for data encrypted at rest (32 bytes each). */
-  keys: { twoFactor: Buffer };
+  /**
+   * Keys for data encrypted at rest (32 bytes each): two-factor secrets, and the answers kept for idempotent
+   * replays (which may show a secret once).
+   */
+  keys: { twoFactor: Buffer; idempotency: Buffer };
 }
 
 /**
