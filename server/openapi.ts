@@ -36,9 +36,10 @@ keys list both security schemes.
 
 ## Idempotency
 Every authenticated \`POST\` and \`PUT /billing/subscription\` accept an \`Idempotency-Key\` header (1–255 printable
-ASCII characters). The first answer (status, \`Location\`, body) is kept 24 hours under the organization and the key;
-a repeat with the same method, path and body gets it again with \`Idempotent-Replayed: true\` and changes nothing.
-The same key with another request is 422 \`IDEMPOTENCY_KEY_REUSED\`; while the first is still running, 409
+ASCII characters). The first answer (status, \`Location\`, body) is kept 24 hours under the organization, the caller
+(the user, or the API key) and the key; a repeat by the same caller with the same method, path and body gets it again
+with \`Idempotent-Replayed: true\` and changes nothing. The same key sent by another caller is a request of its own.
+The same caller's key with another request is 422 \`IDEMPOTENCY_KEY_REUSED\`; while the first is still running, 409
 \`CONFLICT\`. Answers 400, 401, 403, 409, 429 and 5xx are not kept.
 
 ## Responses
@@ -653,8 +654,9 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       required: false,
       description:
         'Makes the request safe to retry: its first answer is kept 24 hours and replayed (with ' +
-        '`Idempotent-Replayed: true`) for a repeat with the same key, method, path and body. The same key with ' +
-        'another request is 422; while the first is still running, 409.',
+        '`Idempotent-Replayed: true`) for a repeat by the same caller (user or API key) with the same key, ' +
+        'method, path and body; another caller’s use of the key is a request of its own. The same caller’s key ' +
+        'with another request is 422; while the first is still running, 409.',
       schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$' },
       example: '5f0c6b0e-8d7e-4a51-b1d4-2f1f5b9a6c3e',
     },

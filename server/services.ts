@@ -48,14 +48,16 @@ export function createLogger(config: Config): Logger {
 }
 
 /**
- * The key that encrypts two-factor secrets (README, "Two-factor sign-in"): from TWO_FACTOR_KEY; without it, in
- * production derived from JWT_SECRET (every process has it), elsewhere generated once into DATA_DIR.
+ * The keys that encrypt data at rest (README, "Two-factor sign-in" and "Idempotency"), one per purpose, derived from
+ * TWO_FACTOR_KEY; without it, in production from JWT_SECRET (every process has it), elsewhere from a secret
+ * generated once into DATA_DIR.
  */
-function twoFactorKey(config: Config, jwtSecret: string): Buffer {
+function dataKeys(config: Config, jwtSecret: string): AppDeps['keys'] {
   const secret =
     config.twoFactorKey ??
     (config.isProduction ? jwtSecret : resolveGeneratedSecret('two-factor-key', undefined, config.dataDir));
-  return Buffer.from(hkdfSync('sha256', secret, '', 'two-factor secrets', 32));
+  const derive = (purpose: string) => Buffer.from(hkdfSync('sha256', secret, '', purpose, 32));
+  return { twoFactor: derive('two-factor secrets'), idempotency: derive('idempotency records') };
 }
 
 /**
@@ -75,7 +77,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   db.orm.em.getEventManager().registerSubscriber(auditSubscriber());
   const jwtSecret = resolveJwtSecret(config.jwtSecret, config.dataDir);
   const tokens = new TokenService(jwtSecret);
-  const keys = { twoFactor: twoFactorKey(config, jwtSecret) };
+  const keys = dataKeys(config, jwtSecret);
   const jobs = createJobQueue(db, log);
   const clock = opts.clock ?? systemClock;
   // Only with REDIS_URL: the burst limits and monthly quotas shared by several processes (docs/deploying.md).

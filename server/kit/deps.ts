@@ -32,8 +32,11 @@ export interface AppDeps {
   passwords: PasswordHasher;
   /** What the modules declared in their manifests: owned resources, plan-feature counters, events. */
   registry: ModuleRegistry;
-  /** Keys for data encrypted at rest (32 bytes each). */
-  keys: { twoFactor: Buffer };
+  /**
+   * Keys for data encrypted at rest (32 bytes each): two-factor secrets, and the answers kept for idempotent
+   * replays (which may show a secret once).
+   */
+  keys: { twoFactor: Buffer; idempotency: Buffer };
   /**
    * What each module built for this process with its manifest's `create` (drivers, hubs, workers), by module name:
    * `deps.modules.hosting.driver`. Filled at start, before jobs and workers run (server/services.ts).

@@ -91,7 +91,10 @@ async function twoFactorOn(s: TestServer, owner: TestUser, clock: FakeClock): Pr
   const caller = s.caller(owner.token);
   const setup = await caller.auth.twoFactor.setup({});
   const authenticator = URI.parse(setup.otpauth_url) as TOTP;
-  await caller.auth.twoFactor.enable({ code: authenticator.generate({ timestamp: clock.now().getTime() }) });
+  await caller.auth.twoFactor.enable({
+    password: owner.password,
+    code: authenticator.generate({ timestamp: clock.now().getTime() }),
+  });
   clock.advance(30_000);
   return authenticator;
 }
@@ -114,7 +117,7 @@ export const auditFixtures: Record<string, AuditFixture> = {
   'auth.twoFactor.enable': async ({ s, owner, clock }) => {
     const setup = await s.caller(owner.token).auth.twoFactor.setup({});
     const code = (URI.parse(setup.otpauth_url) as TOTP).generate({ timestamp: clock.now().getTime() });
-    return { token: owner.token, input: { code } };
+    return { token: owner.token, input: { password: owner.password, code } };
   },
   'auth.twoFactor.disable': async ({ s, owner, clock }) => {
     const authenticator = await twoFactorOn(s, owner, clock);

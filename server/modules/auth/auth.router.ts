@@ -277,11 +277,19 @@ export const authRouter = router({
           tags,
           summary: 'Turn two-factor sign-in on with a first code',
           description:
-            'Confirms the pending secret with a code of the authenticator app (a wrong code is 400) and returns 10 ' +
-            'single-use recovery codes, shown this once. From then on login answers a challenge (see ' +
-            '`POST /auth/2fa/verify`). Emits `user.updated`.',
+            'Needs the caller’s `password` (a wrong one is 401 `INVALID_CREDENTIALS` and counts towards the login ' +
+            'throttle: after 10 failures, 429 for 15 minutes even with the right one), then confirms the pending ' +
+            'secret with a code of the authenticator app (a wrong code is 400) and returns 10 single-use recovery ' +
+            'codes, shown this once. From then on login answers a challenge (see `POST /auth/2fa/verify`). Emits ' +
+            '`user.updated`.',
           errorResponses: { 409: 'Already enabled, or no pending setup' },
         },
+        errors: {
+          INVALID_CREDENTIALS: 'Wrong password',
+          TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
+        },
+        // The password check (bcrypt) must not hold a transaction open.
+        idempotency: 'after-commit',
       })
       .input(ZTwoFactorEnableInput)
       .output(ZTwoFactorEnableOutput)

@@ -75,7 +75,12 @@ export const ZTwoFactorSetupOutput = z.object({
 });
 export type TTwoFactorSetupOutput = z.infer<typeof ZTwoFactorSetupOutput>;
 
-export const ZTwoFactorEnableInput = z.strictObject({ code: ZTotpCode });
+export const ZTwoFactorEnableInput = z.strictObject({
+  password: ZPassword.describe(
+    'The caller’s password: a wrong one is 401 and counts towards the login throttle',
+  ),
+  code: ZTotpCode,
+});
 export type TTwoFactorEnableInput = z.infer<typeof ZTwoFactorEnableInput>;
 export const ZTwoFactorEnableOutput = z.object({
   success: z.literal(true),

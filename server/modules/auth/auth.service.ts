@@ -11,18 +11,16 @@ import { DEFAULT_PLAN } from '../../lib/plans.js';
 import { toUserDetailDto, toUserSummaryDto } from '../../access/user.dto.js';
 import { userCreated } from '../../access/user.events.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
+import { assertNotThrottled, recordFailure, throttleKey } from '../../kit/login-throttle.js';
 import { runOrganizationCreatedHooks } from '../../kit/organization-hooks.js';
 import {
-  assertNotThrottled,
   auditActor,
   completeLogin,
   INVALID_LOGIN,
   issueSession,
   newRefreshToken,
   sessionExpiry,
-  recordFailure,
   recordLoginFailure,
-  throttleKey,
   tokenResponse,
 } from './login-completion.js';
 import { openLoginChallenge } from './two-factor.service.js';

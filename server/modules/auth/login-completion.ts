@@ -15,12 +15,9 @@ import type { TLoginOutput } from './auth.schema.js';
 
 /**
  * What a sign-in shares whichever way it went (password alone, or password then two-factor code): the login
- * throttle, the audit actor, and the end of a successful one (session, tokens, `user.login`). Both the password
+ * audit actor, and the end of a successful one (session, tokens, `user.login`). Both the password
  * service (auth.service.ts) and the two-factor service import it, and it imports neither.
  */
-
-export const LOGIN_MAX_FAILURES = 10;
-export const LOGIN_LOCK_MS = 15 * 60_000;
 
 export const INVALID_LOGIN = () => new AppError('INVALID_CREDENTIALS', 'Invalid email or password');
 
@@ -38,41 +35,6 @@ export async function recordLoginFailure(ctx: RequestContext, user: User): Promi
     status: 401,
     now: ctx.deps.clock.now(),
   });
-}
-
-export function throttleKey(email: string, ip: string): string {
-  return sha256Hex(`${email.toLowerCase()}|${ip}`);
-}
-
-export async function assertNotThrottled(ctx: RequestContext, key: string): Promise<void> {
-  const now = ctx.deps.clock.now();
-  const rows = await ctx.em.execute<{ locked_until: Date | null }[]>(
-    'select locked_until from login_throttles where key = ?',
-    [key],
-  );
-  const lockedUntil = rows[0]?.locked_until ? new Date(rows[0].locked_until) : null;
-  if (lockedUntil && lockedUntil > now) {
-    throw new AppError('TOO_MANY_LOGIN_ATTEMPTS', 'Too many failed login attempts; try again later', {
-      retryAfter: Math.max(1, Math.ceil((lockedUntil.getTime() - now.getTime()) / 1000)),
-    });
-  }
-}
-
-/** Counts a failure atomically (two processes may see the same email); locks after the tenth in a window. */
-export async function recordFailure(ctx: RequestContext, key: string): Promise<void> {
-  const now = ctx.deps.clock.now();
-  const windowStart = new Date(now.getTime() - LOGIN_LOCK_MS);
-  const lockUntil = new Date(now.getTime() + LOGIN_LOCK_MS);
-  await ctx.em.execute(
-    `insert into login_throttles (key, failures, window_started_at, locked_until) values (?, 1, ?, null)
-     on conflict (key) do update set
-       failures = case when login_throttles.window_started_at < ? then 1 else login_throttles.failures + 1 end,
-       window_started_at = case when login_throttles.window_started_at < ? then excluded.window_started_at
-                                else login_throttles.window_started_at end,
-       locked_until = case when login_throttles.window_started_at >= ? and login_throttles.failures + 1 >= ?
-                           then ?::timestamptz else null end`,
-    [key, now, windowStart, windowStart, windowStart, LOGIN_MAX_FAILURES, lockUntil],
-  );
 }
 
 /**

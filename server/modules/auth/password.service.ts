@@ -14,7 +14,8 @@ import type {
   TRequestPasswordResetInput,
 } from './auth.schema.js';
 import { sendPasswordResetJob } from './auth.jobs.js';
-import { assertNotThrottled, auditActor, recordFailure, throttleKey } from './login-completion.js';
+import { confirmPassword } from '../../kit/login-throttle.js';
+import { auditActor } from './login-completion.js';
 import { PasswordResetToken } from './password-reset.entity.js';
 import { revokeSessionsOf } from './sessions.service.js';
 
@@ -39,17 +40,8 @@ async function voidResetTokens(em: Em, userId: string, now: Date): Promise<void>
  */
 export async function changePassword(ctx: ActorContext, input: TChangePasswordInput) {
   const { actor } = ctx;
-  const key = throttleKey(actor.email, ctx.ip);
-  await assertNotThrottled(ctx, key);
-  const row = await ctx.em.findOneOrFail(User, { id: actor.userId }, { populate: ['passwordHash'] });
   // bcrypt outside any transaction.
-  const ok = row.passwordHash
-    ? await ctx.deps.passwords.compare(input.current_password, row.passwordHash)
-    : await ctx.deps.passwords.compareWithDummy(input.current_password);
-  if (!ok || !row.passwordHash) {
-    await recordFailure(ctx, key);
-    throw new AppError('INVALID_CREDENTIALS', 'The current password is wrong');
-  }
+  await confirmPassword(ctx, input.current_password);
   const passwordHash = await ctx.deps.passwords.hash(input.new_password);
   const now = ctx.deps.clock.now();
   const revoked = await ctx.em.transactional(async (em) => {

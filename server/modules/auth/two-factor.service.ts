@@ -12,14 +12,8 @@ import type { ActorContext, RequestContext } from '../../kit/deps.js';
 import { decryptSecret, encryptSecret, randomToken, sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import {
-  assertNotThrottled,
-  auditActor,
-  completeLogin,
-  recordFailure,
-  recordLoginFailure,
-  throttleKey,
-} from './login-completion.js';
+import { assertNotThrottled, confirmPassword, recordFailure, throttleKey } from '../../kit/login-throttle.js';
+import { auditActor, completeLogin, recordLoginFailure } from './login-completion.js';
 import type {
   TLoginOutput,
   TTwoFactorChallengeOutput,
@@ -163,14 +157,17 @@ export async function setup(ctx: ActorContext): Promise<TTwoFactorSetupOutput> {
 }
 
 /**
- * `POST /auth/2fa/enable {code}`: confirms the pending secret; returns the recovery codes, once. Every other session
- * of the user is signed out.
+ * `POST /auth/2fa/enable {password, code}`: the password (as at disable: a token alone must not be enough to tie the
+ * account to an authenticator someone else holds), then a code of the pending secret; returns the recovery codes,
+ * once. Every other session of the user is signed out.
  */
 export async function enable(
   ctx: ActorContext,
   input: TTwoFactorEnableInput,
 ): Promise<{ success: true; recovery_codes: string[] }> {
   const { actor } = ctx;
+  // bcrypt outside any transaction; a wrong password counts towards the login throttle.
+  await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
   const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
   await ctx.em.transactional(async (em) => {
@@ -218,16 +215,8 @@ export async function disable(
   const { actor } = ctx;
   const factor = oneFactor(input);
   const key = throttleKey(actor.email, ctx.ip);
-  await assertNotThrottled(ctx, key);
-  const row = await ctx.em.findOneOrFail(User, { id: actor.userId }, { populate: ['passwordHash'] });
   // bcrypt outside any transaction.
-  const passwordOk = row.passwordHash
-    ? await ctx.deps.passwords.compare(input.password, row.passwordHash)
-    : false;
-  if (!passwordOk) {
-    await recordFailure(ctx, key);
-    throw new AppError('INVALID_CREDENTIALS', 'Invalid password');
-  }
+  await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
   const accepted = await ctx.em.transactional(async (em) => {
     const user = await em.findOneOrFail(

@@ -132,7 +132,9 @@ export const webhooksRouter = router({
         description:
           'Delivers one event of type `event_type` (default `webhook.test`) with `custom_data` as `data.object`, ' +
           'whatever the subscriptions and state of the webhook, and returns the delivery with the outcome of its ' +
-          'single attempt (bounded by the delivery timeout). Test deliveries are not retried.',
+          'single attempt (bounded by the delivery timeout). Test deliveries are not retried. They are signed like ' +
+          'real events but marked: the body has a top-level `"test": true` (real events have no `test` field) and ' +
+          'the request the header `X-VPN-Test: true`, also when redelivered. Receivers should ignore them.',
       },
       // The attempt is an outbound HTTP call: no transaction is held open across it.
       idempotency: 'after-commit',

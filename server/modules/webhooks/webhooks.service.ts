@@ -192,6 +192,8 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
     createdAt,
     organizationId: actor.organizationId,
     data: { object: input.custom_data ?? {} },
+    // Signed like a real event, but marked as a test (body and `X-VPN-Test`): a receiver can tell it apart.
+    test: true,
   });
   const outcome = await performAttempt(ctx.deps, {
     deliveryId,
