@@ -100,6 +100,8 @@ const ZEnv = z.object({
   WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', 100, 60_000).default(10_000),
   WEBHOOK_DISABLE_AFTER: duration('WEBHOOK_DISABLE_AFTER', 1000, 365 * 86_400_000).default(5 * 86_400_000),
   RATE_LIMIT_BURST: int('RATE_LIMIT_BURST', 1, 1_000_000).default(100),
+  AUTH_RATE_LIMIT: int('AUTH_RATE_LIMIT', 1, 1_000_000).default(20),
+  AUTH_RATE_LIMIT_WINDOW: duration('AUTH_RATE_LIMIT_WINDOW', 1000, 86_400_000).default(60_000),
   REDIS_URL: z
     .string()
     .trim()
@@ -222,6 +224,11 @@ export interface Config {
     disableAfterMs: number;
   };
   rateLimitBurst: number;
+  /**
+   * Requests per window from one client address to one unauthenticated endpoint (login, register, refresh, ...)
+   * before 429 RATE_LIMITED (docs/security.md).
+   */
+  authRateLimit: { points: number; windowSeconds: number };
   /**
    * Redis shared by every process for the burst limits and the monthly quota counters (docs/deploying.md); undefined:
    * each process keeps its own and no Redis connection is made.
@@ -356,6 +363,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       disableAfterMs: v.WEBHOOK_DISABLE_AFTER,
     },
     rateLimitBurst: v.RATE_LIMIT_BURST,
+    authRateLimit: {
+      points: v.AUTH_RATE_LIMIT,
+      windowSeconds: Math.max(1, Math.round(v.AUTH_RATE_LIMIT_WINDOW / 1000)),
+    },
     redis: v.REDIS_URL ? { url: v.REDIS_URL, keyPrefix: v.REDIS_KEY_PREFIX } : undefined,
     auditLogEnabled: v.AUDIT_LOG_ENABLED,
     sitesDomain: v.SITES_DOMAIN,

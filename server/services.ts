@@ -2,6 +2,7 @@ import { hkdfSync } from 'node:crypto';
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { ApiUsage, BURST_WINDOW_SECONDS } from './access/api-usage.js';
+import { AuthEndpointLimits } from './access/auth-endpoint-limits.js';
 import { PasswordHasher } from './access/passwords.js';
 import { SharedLimits } from './access/shared-limits.js';
 import { TokenService, resolveJwtSecret } from './access/tokens.js';
@@ -75,6 +76,11 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
       })
     : undefined;
   const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst, shared);
+  const authLimits = new AuthEndpointLimits(
+    config.authRateLimit.points,
+    config.authRateLimit.windowSeconds,
+    shared,
+  );
   const mail = opts.mail ?? new LogMailDriver(log);
   const passwords = new PasswordHasher({ cost: config.bcryptCost });
   const deps: AppDeps = {
@@ -85,6 +91,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     clock,
     log,
     apiUsage,
+    authLimits,
     mail,
     passwords,
     registry,

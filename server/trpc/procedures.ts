@@ -44,6 +44,8 @@ export const authEndpointProcedure = baseProcedure
         if (!ctx.secureTransport) {
           throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
         }
+        // Per client address and endpoint, before any input is read or password hashed (docs/security.md).
+        if (type === 'mutation') await ctx.deps.authLimits.consume(path, ctx.ip);
         await assertAcceptableInput(getRawInput);
       } catch (err) {
         rethrowAsTRPCError(ctx, err);
@@ -59,7 +61,7 @@ export const authEndpointProcedure = baseProcedure
       return result;
     }),
   )
-  .meta({ auth: 'public', baseErrors: ['HTTPS_REQUIRED'] });
+  .meta({ auth: 'public', baseErrors: ['HTTPS_REQUIRED', 'RATE_LIMITED'] });
 
 /**
  * Token → burst limit (memory, before any query) → user, organization and session (one query) → monthly quota.
