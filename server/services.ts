@@ -97,6 +97,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     registry,
     keys,
   };
+  await encryptClearSecrets(deps);
   defineModuleJobs(deps);
   if (opts.startJobs !== false) {
     await jobs.start();
@@ -105,6 +106,18 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   await bootstrapOwner(deps);
   apiUsage.start();
   return deps;
+}
+
+/**
+ * Secrets stored before their column was encrypted (docs/security.md, "Encryption at rest") are encrypted at start,
+ * before any worker runs; until then (and for a row written by an older process meanwhile) they are read as clear.
+ */
+async function encryptClearSecrets(deps: AppDeps): Promise<void> {
+  for (const m of modules) {
+    if (!m.encryptAtRest) continue;
+    const n = await m.encryptAtRest(deps);
+    if (n > 0) deps.log.info({ module: m.name, rows: n }, 'encrypted secrets stored in clear');
+  }
 }
 
 const stops = new WeakMap<AppDeps, Promise<void>>();

@@ -11,6 +11,7 @@ import { HostingSite } from './hosting-site.entity.js';
 import { hostingUsageReporter } from './hosting.usage.js';
 import { HostingUsageRecord } from './hosting-usage-record.entity.js';
 import { Migration20261121000060_hosting } from './migrations/Migration20261121000060_hosting.js';
+import { encryptClearEnvironments } from './site-environment.js';
 
 /** The name of the worker that resumes builds at start and relays build log notifications. */
 export const HOSTING_BUILDS_WORKER = 'hosting.builds';
@@ -37,6 +38,7 @@ export const hostingModule = defineModule({
   events: [hostingDeploymentSucceeded, hostingDeploymentFailed],
   // Deleting a user moves their sites to the user who deleted them (deployments and logs follow their site).
   ownedResources: [{ table: 'hosting_sites' }],
+  encryptAtRest: encryptClearEnvironments,
   organizationRows: {
     remove: [
       {

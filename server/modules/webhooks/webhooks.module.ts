@@ -10,6 +10,7 @@ import { Webhook } from './webhook.entity.js';
 import { DELIVERY_WORKER } from './webhooks.constants.js';
 import { dropExpiredSecretsJob, purgeDeliveriesJob } from './webhooks.jobs.js';
 import { webhooksRouter } from './webhooks.router.js';
+import { encryptClearWebhookSecrets } from './webhook-secrets.js';
 
 export const webhooksModule = defineModule({
   name: 'webhooks',
@@ -46,6 +47,7 @@ export const webhooksModule = defineModule({
       return { 'api.webhook_deliveries': n };
     },
   },
+  encryptAtRest: encryptClearWebhookSecrets,
   organizationRows: {
     remove: [{ table: 'webhook_deliveries' }, { table: 'webhooks' }],
     // The events the deletion caused (vpn.disconnected, the final invoice) still reach the organization's
