@@ -31,6 +31,7 @@ import { registerRestRoutes } from './rest.js';
 import { appRouter } from './router.js';
 import type { AppDeps } from './kit/deps.js';
 import { createHttpContext } from './trpc/context.js';
+import { bearerStillValid } from './trpc/procedures.js';
 import { registerTrpcRoutes } from './trpc/http.js';
 import { toAppError } from './trpc/init.js';
 
@@ -497,6 +498,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     basePath: '/v1',
     locationBase: `${config.publicBaseUrl}/v1`,
     createContext: (req) => createHttpContext(deps, req),
+    stillAuthorized: bearerStillValid,
+    eventStreamRecheckMs: config.eventStreamRecheckMs,
     sendError(req, reply, err, ctx) {
       const appErr = toAppError(err);
       // Errors of procedures were logged by their middleware; anything else unexpected is logged here.

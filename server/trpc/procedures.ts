@@ -106,6 +106,26 @@ async function loadApiKeyActor(ctx: Context, now: Date): Promise<Actor> {
 }
 
 /**
+ * Whether the bearer of a long-lived response (an event stream) may still act: the token verifies and has not
+ * expired, its login session is live (not logged out, not revoked), or the API key is not revoked, and the user is
+ * neither suspended nor deleted. Counts nothing against the burst limit or the quota. False only when access has
+ * ended; a failure to check (the database unreachable) throws, and the stream is left open.
+ */
+export async function bearerStillValid(ctx: Context): Promise<boolean> {
+  const { tokens, db, clock } = ctx.deps;
+  const now = clock.now();
+  try {
+    if (isApiKeySecret(ctx.bearer)) await loadActorForApiKey(db, ctx.bearer!, now);
+    else await loadActorForClaims(db, verifyBearer(tokens, ctx.bearer, now), now);
+    return true;
+  } catch (err) {
+    if (err instanceof AppError && (err.code === 'UNAUTHORIZED' || err.code === 'TOKEN_EXPIRED'))
+      return false;
+    throw err;
+  }
+}
+
+/**
  * Parts of the API closed to API keys whatever their permissions (README, "API keys"): signing in and out, the
  * keys themselves, users, webhooks and the audit log. Every operation gated by a role is closed too (authorize).
  */
