@@ -115,7 +115,7 @@ export async function bearerStillValid(ctx: Context): Promise<boolean> {
   const { tokens, db, clock } = ctx.deps;
   const now = clock.now();
   try {
-    if (isApiKeySecret(ctx.bearer)) await loadActorForApiKey(db, ctx.bearer!, now);
+    if (isApiKeySecret(ctx.bearer)) await loadActorForApiKey(db, ctx.bearer, now);
     else await loadActorForClaims(db, verifyBearer(tokens, ctx.bearer, now), now);
     return true;
   } catch (err) {
