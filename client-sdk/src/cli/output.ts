@@ -38,11 +38,13 @@ export const money = (dollars: number | null | undefined) =>
  * whole, so that no `[31m` is left behind.
  */
 const ESCAPE_SEQUENCE =
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[PX^_][^\x1b]*(?:\x1b\\)?|[ -~])?/g;
 /**
  * Control characters but line feed and tab (C0, DEL, C1: a carriage return or backspace can hide what was
  * printed before it), and the bidirectional overrides and isolates that reorder what is shown.
  */
+// eslint-disable-next-line no-control-regex -- as above
 const UNSAFE_CHARACTERS = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
