@@ -46,6 +46,7 @@ export async function bench(ctx: BenchContext): Promise<void> {
     JWT_SECRET: ctx.jwtSecret,
     TRUST_PROXY: 'true',
     RATE_LIMIT_BURST: '1000000',
+    AUTH_RATE_LIMIT: '1000000',
     BCRYPT_COST: '10',
     DATABASE_URL: databaseUrl,
     DATA_DIR: `/tmp/bench-scale-jobs-${process.pid}`,

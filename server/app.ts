@@ -32,6 +32,7 @@ import { registerRestRoutes } from './rest.js';
 import { appRouter } from './router.js';
 import type { AppDeps } from './kit/deps.js';
 import { createHttpContext } from './trpc/context.js';
+import { bearerStillValid } from './trpc/procedures.js';
 import { registerTrpcRoutes } from './trpc/http.js';
 import { toAppError } from './trpc/init.js';
 
@@ -239,6 +240,22 @@ export interface BuildOptions {
   observeResponse?: ResponseObserver;
 }
 
+/**
+ * What a request log line (debug and trace levels) says of the request: Fastify's fields, with the query string
+ * replaced by `?[redacted]`. Capability tokens travel there (`hosted_invoice_url`, `pdf_url`: `?token=`), and no
+ * other query parameter is worth a log line (docs/security.md).
+ */
+export function requestLogFields(req: FastifyRequest): Record<string, unknown> {
+  const q = req.url.indexOf('?');
+  return {
+    method: req.method,
+    url: q === -1 ? req.url : `${req.url.slice(0, q)}?[redacted]`,
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
+}
+
 /** Builds the HTTP server: `/v1` (REST), `/trpc`, `/v1/openapi.json`, `/docs`, `/healthz`, `/readyz`. */
 export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const { config } = deps;
@@ -254,8 +271,9 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   };
   // Set when the server starts draining (SIGTERM): requests still arriving on open connections are answered 503.
   let draining = false;
-  // Typed as Fastify's logger interface, not pino's, so that the instance is a plain FastifyInstance.
-  const loggerInstance: FastifyBaseLogger = deps.log;
+  // Typed as Fastify's logger interface, not pino's, so that the instance is a plain FastifyInstance. Its `req`
+  // serializer takes precedence over Fastify's (a child's serializers win).
+  const loggerInstance: FastifyBaseLogger = deps.log.child({}, { serializers: { req: requestLogFields } });
   const app = Fastify({
     loggerInstance,
     // Per-request log lines only at debug/trace; errors are logged where they are converted.
@@ -486,6 +504,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     basePath: '/v1',
     locationBase: `${config.publicBaseUrl}/v1`,
     createContext: (req) => createHttpContext(deps, req),
+    stillAuthorized: bearerStillValid,
+    eventStreamRecheckMs: config.eventStreamRecheckMs,
     sendError(req, reply, err, ctx) {
       const appErr = toAppError(err);
       // Errors of procedures were logged by their middleware; anything else unexpected is logged here.

@@ -100,6 +100,9 @@ const ZEnv = z.object({
   WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', 100, 60_000).default(10_000),
   WEBHOOK_DISABLE_AFTER: duration('WEBHOOK_DISABLE_AFTER', 1000, 365 * 86_400_000).default(5 * 86_400_000),
   RATE_LIMIT_BURST: int('RATE_LIMIT_BURST', 1, 1_000_000).default(100),
+  EVENT_STREAM_RECHECK_INTERVAL: duration('EVENT_STREAM_RECHECK_INTERVAL', 50, 3_600_000).default(5_000),
+  AUTH_RATE_LIMIT: int('AUTH_RATE_LIMIT', 1, 1_000_000).default(20),
+  AUTH_RATE_LIMIT_WINDOW: duration('AUTH_RATE_LIMIT_WINDOW', 1000, 86_400_000).default(60_000),
   REDIS_URL: z
     .string()
     .trim()
@@ -276,6 +279,13 @@ export interface Config {
   };
   rateLimitBurst: number;
   /**
+   * Requests per window from one client address to one unauthenticated endpoint (login, register, refresh, ...)
+   * before 429 RATE_LIMITED (docs/security.md).
+   */
+  authRateLimit: { points: number; windowSeconds: number };
+  /** How often an open event stream checks that its caller may still act (docs/security.md), in milliseconds. */
+  eventStreamRecheckMs: number;
+  /**
    * Redis shared by every process for the burst limits and the monthly quota counters (docs/deploying.md); undefined:
    * each process keeps its own and no Redis connection is made.
    */
@@ -431,6 +441,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       disableAfterMs: v.WEBHOOK_DISABLE_AFTER,
     },
     rateLimitBurst: v.RATE_LIMIT_BURST,
+    eventStreamRecheckMs: v.EVENT_STREAM_RECHECK_INTERVAL,
+    authRateLimit: {
+      points: v.AUTH_RATE_LIMIT,
+      windowSeconds: Math.max(1, Math.round(v.AUTH_RATE_LIMIT_WINDOW / 1000)),
+    },
     redis: v.REDIS_URL ? { url: v.REDIS_URL, keyPrefix: v.REDIS_KEY_PREFIX } : undefined,
     auditLogEnabled: v.AUDIT_LOG_ENABLED,
     mail: v.MAIL_URL && v.MAIL_FROM ? { url: v.MAIL_URL, from: v.MAIL_FROM } : undefined,

@@ -219,9 +219,19 @@ export interface RestOptions {
   createContext(req: FastifyRequest): Context;
   /** Milliseconds between heartbeat comments of event streams (default 15 s; tests use less). */
   eventStreamHeartbeatMs?: number;
+  /**
+   * Whether the caller of an open event stream may still act (token, session, API key, user status): asked every
+   * `eventStreamRecheckMs`; the stream ends at the first `false`. Without it, streams are not re-checked.
+   */
+  stillAuthorized?: (ctx: Context) => Promise<boolean>;
+  /** Milliseconds between those checks (EVENT_STREAM_RECHECK_INTERVAL, default 5 s). */
+  eventStreamRecheckMs?: number;
   /** Sends an error in the envelope (and logs it when unexpected); `ctx` is undefined if it could not be made. */
   sendError(req: FastifyRequest, reply: FastifyReply, err: unknown, ctx: Context | undefined): FastifyReply;
 }
+
+/** Default interval between checks of an open stream's caller (see RestOptions.stillAuthorized). */
+const EVENT_STREAM_RECHECK_MS = 5_000;
 
 /** A buffer of this many unsent bytes means the client stopped reading: its stream is ended. */
 const MAX_UNSENT_STREAM_BYTES = 1024 * 1024;
@@ -250,6 +260,7 @@ class EventStreams {
     reply: FastifyReply,
     headers: Record<string, string>,
     open: NonNullable<EventStreamRequest['open']>,
+    access?: { stillAuthorized: () => Promise<boolean>; everyMs: number },
   ): void {
     reply.hijack();
     const res = reply.raw;
@@ -267,6 +278,7 @@ class EventStreams {
 
     let closed = false;
     let release: (() => void) | undefined;
+    let recheck: NodeJS.Timeout | undefined;
     const write = (chunk: string) => {
       if (closed) return;
       res.write(chunk);
@@ -275,6 +287,7 @@ class EventStreams {
     const end = () => {
       if (closed) return;
       closed = true;
+      clearInterval(recheck);
       this.open.delete(end);
       this.writers.delete(write);
       if (this.open.size === 0 && this.heartbeat) {
@@ -301,6 +314,39 @@ class EventStreams {
       for (const w of this.writers) w(': keep-alive\n\n');
     }, this.heartbeatMs).unref();
     res.on('close', end);
+    // Access is checked again every few seconds, not only when the stream opened: a user suspended or deleted, a
+    // session logged out or revoked, an API key revoked or an access token expired ends the stream within that
+    // interval (docs/security.md). A timer rather than a subscription to revocations: every way access ends (some
+    // in other processes, or just the clock) is one query the request path already makes, without a channel of
+    // its own for each.
+    if (access) {
+      let checking = false;
+      recheck = setInterval(() => {
+        if (checking || closed) return;
+        checking = true;
+        access
+          .stillAuthorized()
+          .then(
+            (ok) => {
+              if (ok || closed) return;
+              sink.send({
+                event: 'error',
+                data: {
+                  code: 'UNAUTHORIZED',
+                  message: 'Access ended: the token, key or user is no longer valid',
+                },
+              });
+              end();
+            },
+            (err: unknown) =>
+              req.log.warn({ err }, 'could not check an event stream caller; the stream stays open'),
+          )
+          .finally(() => {
+            checking = false;
+          });
+      }, access.everyMs);
+      recheck.unref();
+    }
     try {
       release = open(sink);
     } catch (err) {
@@ -343,7 +389,22 @@ export function registerRestRoutes(app: FastifyInstance, opts: RestOptions): Res
             batchIndex: 0,
           });
           const open = ctx.eventStream?.open;
-          if (stream && open) return streams.start(req, reply, ctx.response.headers, open);
+          if (stream && open) {
+            const streamCtx = ctx;
+            const { stillAuthorized } = opts;
+            return streams.start(
+              req,
+              reply,
+              ctx.response.headers,
+              open,
+              stillAuthorized && ctx.bearer !== undefined
+                ? {
+                    stillAuthorized: () => stillAuthorized(streamCtx),
+                    everyMs: opts.eventStreamRecheckMs ?? EVENT_STREAM_RECHECK_MS,
+                  }
+                : undefined,
+            );
+          }
           if (route.location) {
             ctx.response.headers.Location = opts.locationBase + resolveLocation(route.location, data);
           }

@@ -2,6 +2,7 @@ import { hkdfSync } from 'node:crypto';
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { ApiUsage, BURST_WINDOW_SECONDS } from './access/api-usage.js';
+import { AuthEndpointLimits } from './access/auth-endpoint-limits.js';
 import { PasswordHasher } from './access/passwords.js';
 import { SharedLimits } from './access/shared-limits.js';
 import { TokenService, resolveJwtSecret } from './access/tokens.js';
@@ -91,6 +92,11 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
       })
     : undefined;
   const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst, shared);
+  const authLimits = new AuthEndpointLimits(
+    config.authRateLimit.points,
+    config.authRateLimit.windowSeconds,
+    shared,
+  );
   const mail = opts.mail ?? (config.mail ? new SmtpMailDriver(config.mail) : new LogMailDriver(log));
   const passwords = new PasswordHasher({ cost: config.bcryptCost });
   const deps: AppDeps = {
@@ -101,6 +107,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     clock,
     log,
     apiUsage,
+    authLimits,
     mail,
     passwords,
     registry,
@@ -110,6 +117,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     runtime: new ProcessRuntime(),
   };
   await createModuleRuntimes(deps, opts.modules);
+  await encryptClearSecrets(deps);
   defineModuleJobs(deps);
   if (opts.startJobs !== false) {
     await jobs.start();
@@ -118,6 +126,18 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   await bootstrapOwner(deps);
   apiUsage.start();
   return deps;
+}
+
+/**
+ * Secrets stored before their column was encrypted (docs/security.md, "Encryption at rest") are encrypted at start,
+ * before any worker runs; until then (and for a row written by an older process meanwhile) they are read as clear.
+ */
+async function encryptClearSecrets(deps: AppDeps): Promise<void> {
+  for (const m of modules) {
+    if (!m.encryptAtRest) continue;
+    const n = await m.encryptAtRest(deps);
+    if (n > 0) deps.log.info({ module: m.name, rows: n }, 'encrypted secrets stored in clear');
+  }
 }
 
 /**

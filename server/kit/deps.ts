@@ -1,6 +1,7 @@
 import type { Logger as PinoLogger } from 'pino';
 import type { Actor } from '../access/actor.js';
 import type { ApiUsage } from '../access/api-usage.js';
+import type { AuthEndpointLimits } from '../access/auth-endpoint-limits.js';
 import type { PasswordHasher } from '../access/passwords.js';
 import type { TokenService } from '../access/tokens.js';
 import type { Config } from '../config.js';
@@ -26,6 +27,8 @@ export interface AppDeps {
   log: Logger;
   /** API call counters, monthly quota and burst limit (README, "Rate limits and quotas"). */
   apiUsage: ApiUsage;
+  /** Per-address limits of the unauthenticated endpoints (docs/security.md). */
+  authLimits: AuthEndpointLimits;
   /** Outgoing mail (invitations, password resets): SMTP with MAIL_URL, else the log driver. */
   mail: MailDriver;
   /** bcrypt at `BCRYPT_COST`, on worker threads. */

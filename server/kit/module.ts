@@ -148,6 +148,12 @@ export interface ModuleManifest<Name extends string = string, Runtime = unknown>
   organizationRows?: OrganizationRows;
   /** Public non-JSON routes (see ModuleHttpRoute). */
   httpRoutes?: readonly ModuleHttpRoute[];
+  /**
+   * Run at every start, after the migrations: encrypts the module's secrets still stored in clear (rows written
+   * before their column was encrypted; docs/security.md). Returns how many rows it encrypted; must be cheap when
+   * none are left.
+   */
+  encryptAtRest?: (deps: AppDeps) => Promise<number>;
 }
 
 export function defineModule<const M extends ModuleManifest>(manifest: M): M {

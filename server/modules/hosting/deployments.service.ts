@@ -11,6 +11,7 @@ import { isId, newId } from '../../lib/ids.js';
 import { appendLogLines, followLogs, readLogLines, type LogEvent } from './build-logs.js';
 import type { DeploymentStatus } from './hosting.constants.js';
 import { shortId, toDeploymentDto, toSiteDetailDto } from './hosting.dto.js';
+import { openEnvironment } from './site-environment.js';
 import { completeDeployment, scheduleBuildStep, startNextBuild } from './hosting.jobs.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import { HostingSite } from './hosting-site.entity.js';
@@ -261,5 +262,13 @@ export async function rollback(ctx: ActorContext, input: TRollbackInput): Promis
     site.updatedAt = now;
     return site;
   });
-  return { success: true, site: toSiteDetailDto(site, deps.config.sitesDomain, deps.clock.now()) };
+  return {
+    success: true,
+    site: toSiteDetailDto(
+      site,
+      deps.config.sitesDomain,
+      deps.clock.now(),
+      openEnvironment(deps, site.environmentVariables),
+    ),
+  };
 }

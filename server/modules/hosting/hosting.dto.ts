@@ -65,8 +65,13 @@ export function toSiteDto(s: SiteView, sitesDomain: string): TSite {
   };
 }
 
-/** The detail view (environment variables must be loaded: the property is lazy). */
-export function toSiteDetailDto(s: HostingSite, sitesDomain: string, now: Date): TSiteDetail {
+/** The detail view; `environment`: the site's variables in clear (openEnvironment). */
+export function toSiteDetailDto(
+  s: HostingSite,
+  sitesDomain: string,
+  now: Date,
+  environment: Record<string, string>,
+): TSiteDetail {
   return {
     ...toSiteDto(s, sitesDomain),
     build_settings: {
@@ -74,7 +79,7 @@ export function toSiteDetailDto(s: HostingSite, sitesDomain: string, now: Date):
       output_directory: s.outputDirectory,
       node_version: s.nodeVersion,
     },
-    environment_variables: { ...(s.environmentVariables ?? {}) },
+    environment_variables: environment,
     metrics: siteMetrics(s.id, s.liveSince ?? null, now),
   };
 }

@@ -13,6 +13,7 @@ import { HostingSite } from './hosting-site.entity.js';
 import { hostingUsageReporter } from './hosting.usage.js';
 import { HostingUsageRecord } from './hosting-usage-record.entity.js';
 import { Migration20261121000060_hosting } from './migrations/Migration20261121000060_hosting.js';
+import { encryptClearEnvironments } from './site-environment.js';
 import { SimulatedHostingDriver } from './simulated-hosting.driver.js';
 
 /** What hosting keeps per process (`deps.modules.hosting`). */
@@ -54,6 +55,7 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
   events: [hostingDeploymentSucceeded, hostingDeploymentFailed],
   // Deleting a user moves their sites to the user who deleted them (deployments and logs follow their site).
   ownedResources: [{ table: 'hosting_sites' }],
+  encryptAtRest: encryptClearEnvironments,
   organizationRows: {
     remove: [
       {
