@@ -12,7 +12,7 @@ import type {
 } from './billing.schema.js';
 import { Invoice } from './invoice.entity.js';
 import { findDefaultPaymentMethod, lockSubscription, retryInvoice } from './invoicing.js';
-import { paymentFailed } from './subscription.service.js';
+import { chargeDeclined } from './subscription.service.js';
 
 export async function listInvoices(
   ctx: ActorContext,
@@ -63,6 +63,6 @@ export async function payInvoice(ctx: ActorContext, input: TInvoiceIdInput): Pro
     const outcome = await retryInvoice(tx, ctx.deps, locked, found, pm, now, false);
     return { invoice: found, outcome };
   });
-  if (result.outcome && !result.outcome.paid) throw paymentFailed(result.outcome.reason);
+  if (result.outcome && !result.outcome.paid) throw chargeDeclined(result.outcome.reason);
   return { success: true, invoice: toInvoiceDto(ctx.deps, result.invoice, ctx.deps.clock.now()) };
 }
