@@ -40,7 +40,7 @@ export const fromEpochMs = (v: number | string | null): Date | null =>
 
 /** The error of a `starting_after` that is not an item of the list (as the cursor lists answer: db/pagination.ts). */
 export function unknownCursor(): AppError {
-  return validation('starting_after', 'Not an item of this list');
+  return validation('starting_after', 'Unknown id');
 }
 
 const statementNames = new Map<string, string>();
