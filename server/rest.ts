@@ -1,6 +1,6 @@
 import { callTRPCProcedure, type AnyTRPCProcedure, type AnyTRPCRouter } from '@trpc/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
-import { AppError, unsupportedMediaType } from './lib/errors.js';
+import { invalidInput, unsupportedMediaType, validation } from './lib/errors.js';
 import {
   acceptsEventStream,
   EVENT_STREAM_HEARTBEAT_MS,
@@ -174,19 +174,11 @@ function bodyInput(req: FastifyRequest, params: readonly string[]): Record<strin
   if (!req.headers['content-type']?.startsWith('application/json')) throw unsupportedMediaType();
   const body = req.body;
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new AppError('VALIDATION_ERROR', 'Invalid request: the request body must be a JSON object', {
-      details: [{ path: '', message: 'Expected a JSON object' }],
-    });
+    throw validation('', 'Expected a JSON object');
   }
   const clash = params.filter((p) => Object.hasOwn(body, p));
   if (clash.length > 0) {
-    throw new AppError(
-      'VALIDATION_ERROR',
-      `Invalid request: ${clash[0]}: Unknown field (it is part of the path)`,
-      {
-        details: clash.map((p) => ({ path: p, message: 'Unknown field (it is part of the path)' })),
-      },
-    );
+    throw invalidInput(clash.map((p) => ({ path: p, message: 'Unknown field (it is part of the path)' })));
   }
   return body as Record<string, unknown>;
 }

@@ -1,6 +1,6 @@
 import { User } from '../access/user.entity.js';
 import { sha256Hex } from '../lib/crypto.js';
-import { AppError } from '../lib/errors.js';
+import { invalidCredentials, tooManyLoginAttempts } from '../lib/errors.js';
 import type { ActorContext, RequestContext } from './deps.js';
 
 /**
@@ -24,9 +24,7 @@ export async function assertNotThrottled(ctx: RequestContext, key: string): Prom
   );
   const lockedUntil = rows[0]?.locked_until ? new Date(rows[0].locked_until) : null;
   if (lockedUntil && lockedUntil > now) {
-    throw new AppError('TOO_MANY_LOGIN_ATTEMPTS', 'Too many failed login attempts; try again later', {
-      retryAfter: Math.max(1, Math.ceil((lockedUntil.getTime() - now.getTime()) / 1000)),
-    });
+    throw tooManyLoginAttempts(Math.max(1, Math.ceil((lockedUntil.getTime() - now.getTime()) / 1000)));
   }
 }
 
@@ -62,6 +60,6 @@ export async function confirmPassword(ctx: ActorContext, password: string): Prom
     : await ctx.deps.passwords.compareWithDummy(password);
   if (!ok || !row?.passwordHash) {
     await recordFailure(ctx, key);
-    throw new AppError('INVALID_CREDENTIALS', 'Invalid password');
+    throw invalidCredentials('Invalid password');
   }
 }

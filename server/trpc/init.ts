@@ -6,6 +6,7 @@ import { NotFoundError, UniqueConstraintViolationException, ConnectionException 
 import {
   AppError,
   ERROR_STATUS,
+  invalidInput,
   invalidJson,
   unsupportedMediaType,
   type ErrorCode,
@@ -168,7 +169,7 @@ export function toAppError(err: unknown): AppError {
 }
 
 export function zodToAppError(err: ZodError): AppError {
-  const details: ErrorDetail[] = [];
+  const details: { path: string; message: string }[] = [];
   for (const issue of err.issues) {
     const base = issue.path.map(String);
     if (issue.code === 'unrecognized_keys') {
@@ -178,11 +179,7 @@ export function zodToAppError(err: ZodError): AppError {
       details.push({ path: base.join('.'), message: issue.message });
     }
   }
-  const first = details[0] as { path: string; message: string } | undefined;
-  const message = first
-    ? `Invalid request: ${first.path ? `${first.path}: ` : ''}${first.message}`
-    : 'Invalid request';
-  return new AppError('VALIDATION_ERROR', message, { details });
+  return invalidInput(details);
 }
 
 export interface ErrorData {

@@ -294,6 +294,3 @@ export const ZUsageReportOutput = z.object({
   currency: z.literal('usd'),
 });
 export type TUsageReportOutput = z.infer<typeof ZUsageReportOutput>;
-
-/** No query parameters (unknown ones are ignored); callers of `/trpc` may pass nothing at all. */
-export const ZNoBillingQuery = z.object({}).prefault({});

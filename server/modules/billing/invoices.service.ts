@@ -15,7 +15,7 @@ import type {
 import { Invoice } from './invoice.entity.js';
 import { findDefaultPaymentMethod, lockSubscription, retryInvoice } from './invoicing.js';
 import { PaymentMethod } from './payment-method.entity.js';
-import { paymentFailed } from './subscription.service.js';
+import { chargeDeclined } from './subscription.service.js';
 
 export async function listInvoices(
   ctx: ActorContext,
@@ -78,6 +78,6 @@ export async function payInvoice(ctx: ActorContext, input: TPayInvoiceInput): Pr
     const outcome = await retryInvoice(tx, ctx.deps, locked, found, pm, now, false, defaultPm?.id ?? null);
     return { invoice: found, outcome };
   });
-  if (result.outcome && !result.outcome.paid) throw paymentFailed(result.outcome.reason);
+  if (result.outcome && !result.outcome.paid) throw chargeDeclined(result.outcome.reason);
   return { success: true, invoice: toInvoiceDto(ctx.deps, result.invoice, ctx.deps.clock.now()) };
 }

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Organization } from '../../access/organization.entity.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
-import { AppError, conflict, notFound } from '../../lib/errors.js';
+import { conflict, notFound, paymentFailed } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { PLAN_FEATURES, PLANS, planLimit, type CountedPlanFeature, type PlanId } from '../../lib/plans.js';
 import type { ProrationBehavior } from './billing.constants.js';
@@ -168,10 +168,9 @@ function changesPlan(locked: Locked, plan: PlanId): boolean {
 async function assertPlanFits(em: Em, deps: AppDeps, locked: Locked, plan: PlanId, now: Date): Promise<void> {
   const over = await overLimits(em, deps, locked.org.id, plan, now);
   if (over.length > 0) {
-    throw new AppError(
-      'CONFLICT',
+    throw conflict(
       `The ${plan} plan's limits are below what the organization uses; delete resources first`,
-      { details: over },
+      over,
     );
   }
 }
@@ -232,9 +231,8 @@ export async function previewChange(ctx: ActorContext, input: TPreviewInput): Pr
   return { success: true, invoice: toInvoiceDto(ctx.deps, view, now) };
 }
 
-const paymentFailed = (reason: string | undefined) =>
-  new AppError(
-    'PAYMENT_FAILED',
+const chargeDeclined = (reason: string | undefined) =>
+  paymentFailed(
     `The charge was declined (${reason ?? 'declined'}); nothing was changed. Use another payment method.`,
   );
 
@@ -328,7 +326,7 @@ export async function updateSubscription(
     }
     return { locked, invoice };
   });
-  if ('declined' in result) throw paymentFailed(result.declined);
+  if ('declined' in result) throw chargeDeclined(result.declined);
   nudgeScheduler(ctx.deps);
   const out = await subscriptionOutput(ctx, ctx.em, result.locked);
   return {
@@ -337,4 +335,4 @@ export async function updateSubscription(
   };
 }
 
-export { paymentFailed };
+export { chargeDeclined };

@@ -6,7 +6,7 @@ import { User } from '../../access/user.entity.js';
 import { userUpdated } from '../../access/user.events.js';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
-import { AppError, conflict, notFound } from '../../lib/errors.js';
+import { conflict, forbidden, invalidCredentials, notFound, validation } from '../../lib/errors.js';
 import { isId } from '../../lib/ids.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { confirmPassword } from '../../kit/login-throttle.js';
@@ -102,7 +102,7 @@ export async function transferOwnership(
     if (!next) throw userNotFound();
     // The caller's role was checked with the token; under the lock, make sure it is still theirs.
     if (!owner || owner.role !== 'owner') {
-      throw new AppError('FORBIDDEN', 'Only the owner can transfer ownership');
+      throw forbidden('Only the owner can transfer ownership');
     }
     if (next.id === owner.id || next.role !== 'admin' || next.status !== 'active') {
       throw conflict('Ownership can only be transferred to an active admin of the organization');
@@ -138,9 +138,7 @@ export async function deleteOrganization(
   const { actor } = ctx;
   const current = await findOrganization(ctx.em, actor.organizationId);
   if (input.confirm !== current.name) {
-    throw new AppError('VALIDATION_ERROR', 'Invalid request: confirm must be the organization’s exact name', {
-      details: [{ path: 'confirm', message: 'Must be the organization’s exact name' }],
-    });
+    throw validation('confirm', 'Must be the organization’s exact name');
   }
   await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();

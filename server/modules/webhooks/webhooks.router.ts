@@ -155,8 +155,8 @@ export const webhooksRouter = router({
           'bytes, attempted at once and retried on the schedule like any other, through the same queue and address ' +
           'checks. Any delivery of the webhook can be sent again, whatever its status. The webhook must be `active` ' +
           '(409 otherwise).',
-        errorResponses: { 409: 'The webhook is not `active`' },
       },
+      errors: { CONFLICT: 'The webhook is not `active`' },
       successStatus: 202,
     })
     .input(ZRedeliverInput)
@@ -177,8 +177,8 @@ export const webhooksRouter = router({
           'since. The new deliveries keep their event id and body and go through the delivery queue behind other ' +
           "webhooks' fresh deliveries, so a large recovery never delays them. The webhook must be `active` (409 " +
           'otherwise).',
-        errorResponses: { 409: 'The webhook is not `active`' },
       },
+      errors: { CONFLICT: 'The webhook is not `active`' },
       successStatus: 202,
     })
     .input(ZRecoverInput)
