@@ -7,12 +7,16 @@ import { DATABASE_JOBS } from './databases.jobs.js';
 import { databasesRouter } from './databases.router.js';
 import { databasesUsageCounter, databasesUsageReporter } from './databases.usage.js';
 import { Migration20261121000050_databases } from './migrations/Migration20261121000050_databases.js';
+import { Migration20261126000050_databases_real } from './migrations/Migration20261126000050_databases_real.js';
 
 export const databasesModule = defineModule({
   name: 'databases',
   router: databasesRouter,
   entities: [ManagedDatabase, DatabaseBackup, DatabaseUsagePeriod],
-  migrations: [{ name: 'Migration20261121000050_databases', class: Migration20261121000050_databases }],
+  migrations: [
+    { name: 'Migration20261121000050_databases', class: Migration20261121000050_databases },
+    { name: 'Migration20261126000050_databases_real', class: Migration20261126000050_databases_real },
+  ],
   jobs: DATABASE_JOBS,
   events: DATABASE_EVENTS,
   // Deleting a user moves their databases (removed ones included) to the user who deleted them;
