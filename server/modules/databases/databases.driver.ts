@@ -1,15 +1,13 @@
-import type { AppDeps } from '../../kit/deps.js';
 import type { DatabaseEngine, DatabaseRegion, DatabaseSize } from './databases.constants.js';
-import { DirectoryBackupStore } from './drivers/backup-store.js';
-import { HostedDatabaseDriver } from './drivers/hosted-databases.driver.js';
-import { SimulatedDatabaseDriver } from './simulated-databases.driver.js';
 
 /**
  * The database hosts this API manages, as an interface (README, "Databases"). Without `DATABASE_HOSTS` the built-in
  * driver simulates them (simulated-databases.driver.ts), the way Stripe has a test mode; with it, the hosted driver
  * (drivers/hosted-databases.driver.ts) creates real databases on those servers. The service records every change in
  * its own tables (the desired state) and durable jobs (databases.jobs.ts) ask the driver to carry it out, so a
- * change survives a restart; the driver decides no policy (sizes, limits, permissions are the service's).
+ * change survives a restart; the driver decides no policy (sizes, limits, permissions are the service's). The
+ * process's driver is `deps.modules.databases.driver`, chosen from the configuration by the module's `create`
+ * (databases.module.ts).
  */
 export interface DatabaseInstance {
   id: string;
@@ -96,24 +94,4 @@ export interface DatabaseDriver {
   setReadOnly(instance: DatabaseInstance, readOnly: boolean): Promise<void>;
   /** Closes admin connections (at stop). */
   close(): Promise<void>;
-}
-
-const drivers = new WeakMap<AppDeps, DatabaseDriver>();
-
-/** The driver of this process, from its configuration: hosted with `DATABASE_HOSTS`, simulated otherwise. */
-export function databaseDriver(deps: AppDeps): DatabaseDriver {
-  let driver = drivers.get(deps);
-  if (!driver) {
-    const { hosts, backupDir } = deps.config.databases;
-    driver = hosts
-      ? new HostedDatabaseDriver(hosts, new DirectoryBackupStore(backupDir), deps.log)
-      : new SimulatedDatabaseDriver(deps.config.provisioningDelayMs);
-    drivers.set(deps, driver);
-  }
-  return driver;
-}
-
-/** Replaces the driver of a process (another infrastructure, or a test double). */
-export function useDatabaseDriver(deps: AppDeps, driver: DatabaseDriver): void {
-  drivers.set(deps, driver);
 }

@@ -6,7 +6,6 @@ import type { AppDeps } from '../../kit/deps.js';
 import { defineJob } from '../../kit/jobs.js';
 import { newId } from '../../lib/ids.js';
 import { DAY_MS, FINAL_BACKUP_KEPT_DAYS, SIZE_SPECS, type BackupType } from './databases.constants.js';
-import { databaseDriver } from './databases.driver.js';
 import { instanceOf, metricsOf, toBackupDto, toDatabaseDetailDto } from './databases.dto.js';
 import { databaseBackupCompleted, databaseUpdated } from './databases.events.js';
 import { DatabaseBackup } from './database-backup.entity.js';
@@ -205,7 +204,7 @@ export async function startBackup(
   opts: { name?: string | undefined; description?: string | undefined; expiresAt?: Date | null } = {},
 ): Promise<{ backup: DatabaseBackup; wake: AfterCommit }> {
   const id = newId('backup');
-  const op = await databaseDriver(deps).startBackup(instanceOf(d), id);
+  const op = await deps.modules.databases.driver.startBackup(instanceOf(d), id);
   const backup = tx.create(DatabaseBackup, {
     id,
     createdAt: now,
@@ -276,7 +275,7 @@ export async function completeBackup(
   if (opts.sweep && source.server && now.getTime() - pending.createdAt.getTime() < 3_600_000) return;
   let result: { sizeBytes: number } | { reason: string };
   try {
-    result = { sizeBytes: await databaseDriver(deps).runBackup(instanceOf(source), backupId, now) };
+    result = { sizeBytes: await deps.modules.databases.driver.runBackup(instanceOf(source), backupId, now) };
   } catch (err) {
     deps.log.warn({ backup_id: backupId, err: reasonOf(err) }, 'database backup failed');
     if (retriesLeft(opts.job)) throw new Error(reasonOf(err), { cause: err });
@@ -310,7 +309,7 @@ export async function finishTransition(deps: AppDeps, data: TransitionJobData, j
   if (current.status !== 'creating' && current.status !== 'resizing') return;
   let failure: string | null = null;
   if (current.server) {
-    const driver = databaseDriver(deps);
+    const driver = deps.modules.databases.driver;
     try {
       if (current.status === 'creating') {
         // Only the job queued by the create carries the credentials: the sweep leaves a creation to it.
@@ -348,7 +347,7 @@ export async function finishTransition(deps: AppDeps, data: TransitionJobData, j
         recordEvent(
           tx,
           databaseUpdated,
-          toDatabaseDetailDto(d, await metricsOf(d, databaseDriver(deps), now)),
+          toDatabaseDetailDto(d, await metricsOf(d, deps.modules.databases.driver, now)),
           d.organization.id,
           now,
         );
@@ -374,7 +373,7 @@ export async function removeDatabase(
   generation?: number,
   job?: JobInfo,
 ): Promise<boolean> {
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   const em = deps.db.orm.em.fork();
   const pre = await em.findOne(ManagedDatabase, { id: databaseId, removedAt: null });
   if (!pre || pre.status !== 'deleting') return false;
@@ -446,7 +445,7 @@ export async function removeDatabase(
 
 /** Removes the backups whose `expires_at` has passed (at most `batch` per call); returns how many. */
 export async function pruneExpiredBackups(deps: AppDeps, batch = 500): Promise<number> {
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   return deps.db.orm.em.fork().transactional(async (tx) => {
     const now = deps.clock.now();
     const expired = await tx.find(
@@ -520,7 +519,7 @@ export async function enforceStorage(
   deps: AppDeps,
   limitBytes: (d: ManagedDatabase) => number = (d) => SIZE_SPECS[d.size].storageGb * 1e9,
 ): Promise<number> {
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   const em = deps.db.orm.em.fork();
   const real = await em.find(
     ManagedDatabase,

@@ -21,7 +21,7 @@ import {
   type DatabaseEngine,
   type DatabaseRegion,
 } from './databases.constants.js';
-import { databaseDriver, type DatabaseDriver, type Placement } from './databases.driver.js';
+import type { DatabaseDriver, Placement } from './databases.driver.js';
 import { instanceOf, metricsOf, toDatabaseDetailDto, toDatabaseDto } from './databases.dto.js';
 import { databaseCreated, databaseDeleted, databaseUpdated } from './databases.events.js';
 import {
@@ -98,7 +98,7 @@ export async function listDatabases(
   if (input.region) where.region = input.region;
   const request = pageRequest(input);
   const found = await findDatabasePage(ctx.em, ctx.deps.db, where, request);
-  const driver = databaseDriver(ctx.deps);
+  const driver = ctx.deps.modules.databases.driver;
   const now = ctx.deps.clock.now();
   return {
     success: true,
@@ -112,7 +112,7 @@ export async function listDatabases(
 export async function getDatabase(ctx: ActorContext, input: TDatabaseIdInput): Promise<TDatabaseOutput> {
   const d = await ctx.em.findOne(ManagedDatabase, scopedDatabaseFilter(ctx.actor, input.id));
   if (!d) throw databaseNotFound();
-  const driver = databaseDriver(ctx.deps);
+  const driver = ctx.deps.modules.databases.driver;
   const m = await metricsOf(d, driver, ctx.deps.clock.now());
   return { success: true, database: toDatabaseDetailDto(d, m) };
 }
@@ -153,7 +153,7 @@ export async function createDatabase(
   input: TCreateDatabaseInput,
 ): Promise<TDatabaseOutput> {
   const { actor, deps } = ctx;
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   // Leaves this function only inside the create response; the database keeps its hash.
   const password = generatePassword();
   const after: AfterCommit[] = [];
@@ -293,7 +293,7 @@ export async function updateDatabase(
   input: TUpdateDatabaseInput,
 ): Promise<TDatabaseOutput> {
   const { actor, deps } = ctx;
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   const after: AfterCommit[] = [];
   const database = await ctx.em.transactional(async (tx) => {
     const now = deps.clock.now();
@@ -359,7 +359,7 @@ export async function deleteDatabase(
   input: TDatabaseIdInput,
 ): Promise<TDeleteDatabaseOutput> {
   const { actor, deps } = ctx;
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   const graceMs = deps.config.databases.deletionGraceMs;
   const after: AfterCommit[] = [];
   const { database, finalBackup } = await ctx.em.transactional(async (tx) => {
@@ -411,7 +411,7 @@ export async function cancelDeletion(
   input: TDatabaseActionInput,
 ): Promise<TDatabaseOutput> {
   const { actor, deps } = ctx;
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   const after: AfterCommit[] = [];
   const database = await ctx.em.transactional(async (tx) => {
     const now = deps.clock.now();
@@ -452,7 +452,7 @@ export async function resetPassword(
   input: TDatabaseActionInput,
 ): Promise<TResetPasswordOutput> {
   const { actor, deps } = ctx;
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   const password = generatePassword();
   const database = await ctx.em.transactional(async (tx) => {
     const now = deps.clock.now();

@@ -10,7 +10,6 @@ import { createOrg, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { skipOrFail } from '../../support/redis.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
-import { databaseDriver } from '../../../server/modules/databases/databases.driver.js';
 import { enforceStorage } from '../../../server/modules/databases/databases.jobs.js';
 import { dbName, eventsOf, storedDatabase, waitFor } from './databases-helpers.js';
 
@@ -361,7 +360,7 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
     // A failed database can be deleted.
     const del = await http(server.baseUrl, 'DELETE', `/v1/databases/${d.id}`, { token: owner.token });
     expect(del.status, del.text).to.equal(202);
-    expect(databaseDriver(server.deps)).to.exist;
+    expect(server.deps.modules.databases.driver).to.exist;
   });
 });
 
