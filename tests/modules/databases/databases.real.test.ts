@@ -136,7 +136,7 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
       const res = await http(server.baseUrl, 'GET', `/v1/databases/${id}`, { token: owner.token });
       if (res.body.database?.status === 'failed') throw new Error(res.body.database.status_reason);
       return res.body.database?.status === 'running' ? res.body.database : undefined;
-    }, 30_000);
+    }, 60_000);
   }
 
   async function backup(id: string) {
@@ -150,7 +150,7 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
       const b = list.body.backups.find((x: { id: string }) => x.id === res.body.backup.id);
       if (b?.status === 'failed') throw new Error(b.failure_reason);
       return b?.status === 'completed' ? b : undefined;
-    }, 30_000);
+    }, 60_000);
   }
 
   it('creates a real database: a client using the returned string writes and reads rows; isolated; limited', async () => {
@@ -306,7 +306,7 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
     await waitFor(async () => {
       const res = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
       return res.status === 404 ? true : undefined;
-    }, 30_000);
+    }, 60_000);
     const name = d.connection_info.database;
     expect(await pgAdmin('select 1 from pg_database where datname = $1', [name])).to.have.length(0);
     expect(await pgAdmin('select 1 from pg_roles where rolname = $1', [name])).to.have.length(0);
@@ -412,7 +412,7 @@ describe(`Databases on a real MariaDB server (API on ${usingPostgres ? 'PostgreS
       const res = await http(server.baseUrl, 'GET', `/v1/databases/${id}`, { token: owner.token });
       if (res.body.database?.status === 'failed') throw new Error(res.body.database.status_reason);
       return res.body.database?.status === 'running' ? res.body.database : undefined;
-    }, 30_000);
+    }, 60_000);
   }
 
   const connect = (url: string) => mysql.createConnection({ uri: url, connectTimeout: 5000 });
@@ -455,7 +455,7 @@ describe(`Databases on a real MariaDB server (API on ${usingPostgres ? 'PostgreS
       const x = list.body.backups.find((y: { id: string }) => y.id === post.body.backup.id);
       if (x?.status === 'failed') throw new Error(x.failure_reason);
       return x?.status === 'completed' ? x : undefined;
-    }, 30_000);
+    }, 60_000);
     expect(statSync(join(backupDir, `${b.id}.dump`)).size).to.equal(b.size_bytes);
     const copy = await create({ backup_id: b.id });
     await running(copy.id);
@@ -499,7 +499,7 @@ describe(`Databases on a real MariaDB server (API on ${usingPostgres ? 'PostgreS
     await waitFor(async () => {
       const res = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
       return res.status === 404 ? true : undefined;
-    }, 30_000);
+    }, 60_000);
     const [dbs] = await admin.query<mysql.RowDataPacket[]>('show databases like ?', [
       d.connection_info.database,
     ]);
