@@ -12,7 +12,7 @@ import { pipeline } from 'node:stream/promises';
  */
 export interface BackupStore {
   /** Stores `dump` as backup `id` (replacing a partial one); its size in bytes and SHA-256 (hex). */
-  put(id: string, dump: Readable): Promise<{ sizeBytes: number; sha256: string }>;
+  put(id: string, dump: Readable, succeeded?: Promise<void>): Promise<{ sizeBytes: number; sha256: string }>;
   /** A local file holding backup `id`, checked against its checksum (throws when missing or corrupt). */
   open(id: string): Promise<string>;
   has(id: string): Promise<boolean>;
@@ -37,7 +37,12 @@ export class DirectoryBackupStore implements BackupStore {
     return join(this.dir, `${id}.${ext}`);
   }
 
-  async put(id: string, dump: Readable): Promise<{ sizeBytes: number; sha256: string }> {
+  /** Keeps the dump only once `succeeded` resolves (the tool exited with 0): a failed dump never replaces one. */
+  async put(
+    id: string,
+    dump: Readable,
+    succeeded: Promise<void> = Promise.resolve(),
+  ): Promise<{ sizeBytes: number; sha256: string }> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     const partial = join(this.dir, `${id}.${randomBytes(6).toString('hex')}.partial`);
     if (!SAFE_ID.test(id)) throw new Error('invalid backup id');
@@ -49,6 +54,7 @@ export class DirectoryBackupStore implements BackupStore {
     });
     try {
       await pipeline(dump, createWriteStream(partial, { mode: 0o600 }));
+      await succeeded;
     } catch (err) {
       await rm(partial, { force: true });
       throw err;

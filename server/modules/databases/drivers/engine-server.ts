@@ -79,7 +79,8 @@ export async function runTool(
     env: Record<string, string>;
     secrets: readonly (string | undefined)[];
     stdinFile?: string;
-    onStdout?: (stdout: Readable) => Promise<unknown>;
+    /** Reads stdout; `succeeded` settles when the tool has exited (rejected unless with 0). */
+    onStdout?: (stdout: Readable, succeeded: Promise<void>) => Promise<unknown>;
     timeoutMs?: number;
   },
 ): Promise<void> {
@@ -103,14 +104,20 @@ export async function runTool(
       input.pipe(child.stdin!);
       child.stdin!.on('error', () => {});
     }
-    const reading = opts.onStdout ? opts.onStdout(child.stdout!) : Promise.resolve();
-    const [{ code, error }] = await Promise.all([exited, reading]);
+    const succeeded = exited.then(({ code }) => {
+      if (code !== 0) throw new Error(`${command} did not succeed`);
+    });
+    succeeded.catch(() => {});
+    const reading = opts.onStdout ? opts.onStdout(child.stdout!, succeeded) : Promise.resolve();
+    let readError: unknown;
+    const [{ code, error }] = await Promise.all([exited, reading.catch((err: unknown) => (readError = err))]);
     if (error)
       throw new Error(`${command} could not start (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
     if (code !== 0) {
       const tail = scrub(stderr.trim().split('\n').slice(-3).join(' | '), opts.secrets).slice(0, 400);
       throw new Error(`${command} exited with ${code}${tail ? `: ${tail}` : ''}`);
     }
+    if (readError) throw readError instanceof Error ? readError : new Error(String(readError));
   } finally {
     clearTimeout(timer);
   }

@@ -142,14 +142,13 @@ export class MysqlServer implements EngineServer {
           {
             env: {},
             secrets: this.secrets,
-            onStdout: async (out) => {
-              size = (await store.put(backupId, out)).sizeBytes;
+            onStdout: async (out, succeeded) => {
+              size = (await store.put(backupId, out, succeeded)).sizeBytes;
             },
           },
         ),
       );
     } catch (err) {
-      await store.delete(backupId).catch(() => {});
       throw safeError(err, this.secrets);
     }
     return size;

@@ -117,12 +117,11 @@ export class PostgresServer implements EngineServer {
       await runTool('pg_dump', ['--format=custom', '--compress=1'], {
         env: this.toolEnv(instance.dbName),
         secrets: this.secrets,
-        onStdout: async (out) => {
-          size = (await store.put(backupId, out)).sizeBytes;
+        onStdout: async (out, succeeded) => {
+          size = (await store.put(backupId, out, succeeded)).sizeBytes;
         },
       });
     } catch (err) {
-      await store.delete(backupId).catch(() => {});
       throw safeError(err, this.secrets);
     }
     return size;
