@@ -117,7 +117,7 @@ export async function runTool(
       const tail = scrub(stderr.trim().split('\n').slice(-3).join(' | '), opts.secrets).slice(0, 400);
       throw new Error(`${command} exited with ${code}${tail ? `: ${tail}` : ''}`);
     }
-    if (readError) throw readError instanceof Error ? readError : new Error(String(readError));
+    if (readError) throw readError instanceof Error ? readError : new Error('the dump could not be stored');
   } finally {
     clearTimeout(timer);
   }
