@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { parseDuration, parseDurationList } from './lib/time.js';
+import { databaseHostsText, parseDatabaseHosts, type DatabaseHost } from './lib/database-hosts.js';
 
 const bool = (name: string) =>
   z
@@ -159,6 +161,11 @@ const ZEnv = z.object({
     .default('sites.example.com'),
   BACKUP_INTERVAL: duration('BACKUP_INTERVAL', 100, 366 * 86_400_000).default(24 * 3_600_000),
   DATABASE_DELETION_GRACE: duration('DATABASE_DELETION_GRACE', 0, 90 * 86_400_000).default(24 * 3_600_000),
+  /** Real database servers (README, "Databases", Real servers): `<engine>@<region>=<admin URL>`, comma-separated. */
+  DATABASE_HOSTS: z.string().trim().optional(),
+  DATABASE_HOSTS_FILE: z.string().trim().optional(),
+  /** Where backups of real databases are kept; default `DATA_DIR/backups`. */
+  BACKUP_DIR: z.string().trim().min(1).optional(),
   BILLING_PERIOD: z
     .string()
     .trim()
@@ -301,7 +308,13 @@ export interface Config {
   /** Sites are served at `https://<slug>.<sitesDomain>` (README, "Hosting"). */
   sitesDomain: string;
   /** Managed databases (README, "Databases"): automatic backup interval and deletion grace, in milliseconds. */
-  databases: { backupIntervalMs: number; deletionGraceMs: number };
+  databases: {
+    backupIntervalMs: number;
+    deletionGraceMs: number;
+    /** The real servers; undefined: every engine is simulated. Holds admin URLs: never log it. */
+    hosts: DatabaseHost[] | undefined;
+    backupDir: string;
+  };
   billing: {
     /** One billing period: calendar months from the subscription's anchor, or a fixed length (tests). */
     period: { months: number } | { ms: number };
@@ -336,7 +349,33 @@ const SECRET_KEYS = new Set([
   'DATABASE_URL',
   'REDIS_URL',
   'MAIL_URL',
+  'DATABASE_HOSTS',
 ]);
+
+/** The servers of DATABASE_HOSTS (or DATABASE_HOSTS_FILE); a problem line, without any URL, when they are wrong. */
+function loadDatabaseHosts(
+  hosts: string | undefined,
+  file: string | undefined,
+  problems: string[],
+): DatabaseHost[] | undefined {
+  const key = hosts ? 'DATABASE_HOSTS' : 'DATABASE_HOSTS_FILE';
+  let text: string | undefined;
+  try {
+    text = databaseHostsText(hosts, file);
+  } catch (err) {
+    problems.push(
+      `DATABASE_HOSTS_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+    return undefined;
+  }
+  if (text === undefined) return undefined;
+  try {
+    return parseDatabaseHosts(text);
+  } catch (err) {
+    problems.push(`${key}: ${(err as Error).message}`);
+    return undefined;
+  }
+}
 
 function problemLine(key: string, message: string, value: string | undefined): string {
   const line = message.startsWith(key) ? message : `${key}: ${message}`;
@@ -405,6 +444,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   const tls =
     e.TLS_CERT_FILE && e.TLS_KEY_FILE ? loadTls(e.TLS_CERT_FILE, e.TLS_KEY_FILE, problems) : undefined;
+  const databaseHosts = loadDatabaseHosts(e.DATABASE_HOSTS, e.DATABASE_HOSTS_FILE, problems);
   if (problems.length) throw new ConfigError(problems);
   const v = e as Env;
 
@@ -452,7 +492,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     passwordResetTtlMs: v.PASSWORD_RESET_TTL,
     sessionMaxAgeMs: v.SESSION_MAX_AGE,
     sitesDomain: v.SITES_DOMAIN,
-    databases: { backupIntervalMs: v.BACKUP_INTERVAL, deletionGraceMs: v.DATABASE_DELETION_GRACE },
+    databases: {
+      backupIntervalMs: v.BACKUP_INTERVAL,
+      deletionGraceMs: v.DATABASE_DELETION_GRACE,
+      hosts: databaseHosts,
+      backupDir: v.BACKUP_DIR ?? join(v.DATA_DIR, 'backups'),
+    },
     billing: {
       period: v.BILLING_PERIOD,
       retryScheduleMs: v.BILLING_RETRY_SCHEDULE,

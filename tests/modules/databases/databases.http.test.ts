@@ -44,7 +44,14 @@ const LIST_KEYS = [
   'next_backup',
   'deletion_scheduled',
 ];
-const DETAIL_KEYS = [...LIST_KEYS, 'connection_info', 'specs', 'restored_from_backup_id'];
+const DETAIL_KEYS = [
+  ...LIST_KEYS,
+  'connection_info',
+  'specs',
+  'restored_from_backup_id',
+  'read_only',
+  'status_reason',
+];
 const BACKUP_KEYS = [
   'id',
   'database_id',
@@ -52,6 +59,7 @@ const BACKUP_KEYS = [
   'description',
   'type',
   'status',
+  'failure_reason',
   'size',
   'size_bytes',
   'engine',
@@ -158,11 +166,12 @@ describe('Databases over HTTP', () => {
         'host',
         'password',
         'port',
+        'simulated',
         'ssl_required',
         'user',
       ]);
       expect(info.host).to.match(new RegExp(`^${name}-[a-z0-9]+\\.us-east\\.db\\.example\\.com$`));
-      expect(info).to.include({ port: 5432, ssl_required: true });
+      expect(info).to.include({ port: 5432, ssl_required: true, simulated: true });
       expect(info.password).to.match(/^[A-Za-z0-9]{32}$/);
       expect(d.connection_string).to.equal(
         `postgresql://${info.user}:${info.password}@${info.host}:5432/${info.database}?sslmode=require`,
@@ -409,6 +418,7 @@ describe('Databases over HTTP', () => {
         database: 'defaultdb',
         user: 'dbadmin',
         ssl_required: true,
+        simulated: true,
       });
       expect(d.connection_string).to.equal(
         created.connection_string.replace(created.connection_info.password, '****'),
