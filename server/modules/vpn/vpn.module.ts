@@ -1,6 +1,9 @@
 import { defineModule } from '../../kit/module.js';
 import { countedRows } from '../../db/list-counts.js';
 import { Migration20261121000030_vpn } from './migrations/Migration20261121000030_vpn.js';
+import { Migration20261126000030_vpn_agents } from './migrations/Migration20261126000030_vpn_agents.js';
+import { vpnAgentRoutes } from './vpn-agent.routes.js';
+import { vpnAgentSweeper } from './vpn-agents.service.js';
 import { VpnConnection } from './vpn-connection.entity.js';
 import { VpnServer } from './vpn-server.entity.js';
 import { vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
@@ -13,15 +16,22 @@ export const vpnModule = defineModule({
   name: 'vpn',
   router: vpnRouter,
   entities: [VpnServer, VpnConnection],
-  migrations: [{ name: 'Migration20261121000030_vpn', class: Migration20261121000030_vpn }],
+  migrations: [
+    { name: 'Migration20261121000030_vpn', class: Migration20261121000030_vpn },
+    { name: 'Migration20261126000030_vpn_agents', class: Migration20261126000030_vpn_agents },
+  ],
   jobs: [vpnActivateJob, vpnSampleUsageJob],
+  // Real servers whose agent stopped reporting go offline (docs/vpn-servers.md).
+  workers: [vpnAgentSweeper],
+  // The VPN agent's protocol (server token only, not user tokens; docs/vpn-servers.md).
+  httpRoutes: vpnAgentRoutes,
   events: [vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted],
   // Deleting a user moves their connections to the user who deleted them; `activity.vpn_connections` counts them.
   ownedResources: [{ table: 'vpn_connections', activity: 'vpn_connections' }],
   onOrganizationDeleted: disconnectOrganization,
   organizationRows: {
-    remove: [{ table: 'vpn_connections' }],
-    keep: { vpn_servers: 'the catalogue of servers, shared by every organization' },
+    // The shared simulated catalogue has no organization and stays; the organization's own agent servers go.
+    remove: [{ table: 'vpn_connections' }, { table: 'vpn_servers' }],
   },
   usage: [
     {
