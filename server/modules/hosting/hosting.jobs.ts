@@ -4,7 +4,7 @@ import { recordEvent } from '../../events/record-event.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { defineJob } from '../../kit/jobs.js';
 import type { JobInfo } from '../../jobs/queue.js';
-import { appendLogLines, logHub, type LogEvent } from './build-logs.js';
+import { appendLogLines, type LogEvent } from './build-logs.js';
 import type { DeploymentStatus } from './hosting.constants.js';
 import type { BuildOutput, BuildSpec, HostingDriver } from './hosting.driver.js';
 import { deploymentUrl, toDeploymentDto } from './hosting.dto.js';
@@ -12,7 +12,6 @@ import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.e
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import { HostingSite } from './hosting-site.entity.js';
 import { HostingUsageRecord } from './hosting-usage-record.entity.js';
-import { SimulatedHostingDriver } from './simulated-hosting.driver.js';
 
 /**
  * The builds of a site run one at a time, oldest first, as a chain of `hosting.build` jobs, each doing one step:
@@ -47,23 +46,6 @@ export const hostingBuildJob = defineJob<BuildJobData>(
   (deps, data, job) => advanceBuilds(deps, data, job),
   { retryLimit: RETRY_LIMIT, retryDelaySeconds: 1, batchSize: 10, expireInSeconds: 300 },
 );
-
-const drivers = new WeakMap<AppDeps, HostingDriver>();
-
-/** The builder of this process: the simulated one unless a test put another. */
-export function hostingDriver(deps: AppDeps): HostingDriver {
-  let driver = drivers.get(deps);
-  if (!driver) {
-    driver = new SimulatedHostingDriver({ allowPrivate: deps.config.webhook.allowPrivateTargets });
-    drivers.set(deps, driver);
-  }
-  return driver;
-}
-
-/** Replaces the builder of a process (tests). */
-export function useHostingDriver(deps: AppDeps, driver: HostingDriver): void {
-  drivers.set(deps, driver);
-}
 
 /** The time between two steps of a building deployment. */
 export function stepDelayMs(paceMs: number, driver: HostingDriver): number {
@@ -193,7 +175,7 @@ async function applyStep(
     | { state: 'failed'; output: BuildOutput[]; reason: string },
   paceMs: number,
 ): Promise<AfterCommit> {
-  const driver = hostingDriver(deps);
+  const driver = deps.modules.hosting.driver;
   const now = deps.clock.now();
   if (d.status === 'queued') {
     d.status = 'building';
@@ -213,7 +195,7 @@ async function applyStep(
     event.status = outcome;
     wake = await startNextBuild(deps, tx, site, paceMs);
   }
-  const hub = logHub(deps);
+  const hub = deps.modules.hosting.logHub;
   await hub.announce(tx, event);
   return () => {
     hub.publish(event);
@@ -230,7 +212,7 @@ export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: Job
   const current = building ?? (await oldestQueued(em, site.id));
   if (!current) return;
   const step = building ? current.buildStep : 0;
-  const driver = hostingDriver(deps);
+  const driver = deps.modules.hosting.driver;
 
   let result: Awaited<ReturnType<HostingDriver['runStep']>>;
   try {
@@ -278,7 +260,7 @@ export async function resumeBuilds(deps: AppDeps): Promise<number> {
       `select distinct "site_id" from "hosting_deployments" where "status" in ('queued', 'building')`,
     );
   const paceMs = deps.config.provisioningDelayMs;
-  const driver = hostingDriver(deps);
+  const driver = deps.modules.hosting.driver;
   for (const { site_id } of rows) {
     const after = await deps.db.orm.em.fork().transactional(async (tx) => {
       const site = await lockSite(tx, site_id);
@@ -297,14 +279,14 @@ export async function resumeBuilds(deps: AppDeps): Promise<number> {
         building.logSeq += lines.length;
         building.updatedAt = now;
         event = { deploymentId: building.id, lines };
-        await logHub(deps).announce(tx, event);
+        await deps.modules.hosting.logHub.announce(tx, event);
       }
       const wake = await scheduleBuildStep(deps, tx, site, {
         delayMs: building ? stepDelayMs(paceMs, driver) : paceMs,
         paceMs,
       });
       return () => {
-        if (event) logHub(deps).publish(event);
+        if (event) deps.modules.hosting.logHub.publish(event);
         wake();
       };
     });
