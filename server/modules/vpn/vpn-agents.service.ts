@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { LockMode } from '@mikro-orm/core';
 import { z } from 'zod';
-import type { Database, Em } from '../../db/orm.js';
+import type { Em } from '../../db/orm.js';
 import { recordEvent, recordPlatformEventFor } from '../../events/record-event.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, notFound, validation } from '../../lib/errors.js';
@@ -57,12 +57,9 @@ export class PeersHub {
   }
 }
 
-// Per-process state: one hub per database handle (copies of the deps share it).
-const hubs = new WeakMap<Database, PeersHub>();
+/** This process's hub (`deps.modules.vpn`, built by the manifest's `create`). */
 export function peersHub(deps: AppDeps): PeersHub {
-  let hub = hubs.get(deps.db);
-  if (!hub) hubs.set(deps.db, (hub = new PeersHub()));
-  return hub;
+  return deps.modules.vpn.peers;
 }
 
 /** A long poll re-reads the version this often, for changes made by another process. */

@@ -1,9 +1,9 @@
-import { defineModule } from '../../kit/module.js';
+import { defineModule, type ModuleManifest } from '../../kit/module.js';
 import { countedRows } from '../../db/list-counts.js';
 import { Migration20261121000030_vpn } from './migrations/Migration20261121000030_vpn.js';
 import { Migration20261126000030_vpn_agents } from './migrations/Migration20261126000030_vpn_agents.js';
 import { vpnAgentRoutes } from './vpn-agent.routes.js';
-import { vpnAgentSweeper } from './vpn-agents.service.js';
+import { PeersHub, vpnAgentSweeper } from './vpn-agents.service.js';
 import { VpnConnection } from './vpn-connection.entity.js';
 import { VpnServer } from './vpn-server.entity.js';
 import { vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
@@ -12,8 +12,16 @@ import { vpnRouter } from './vpn.router.js';
 import { vpnUsageReport } from './vpn.usage.js';
 import { disconnectOrganization } from './vpn.service.js';
 
-export const vpnModule = defineModule({
+/** What the VPN module keeps per process (`deps.modules.vpn`). */
+export interface VpnRuntime {
+  /** Wakes the agents' long polls of this process when a server's peers change (docs/vpn-servers.md). */
+  readonly peers: PeersHub;
+}
+
+// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+export const vpnModule: ModuleManifest<'vpn', VpnRuntime> = defineModule({
   name: 'vpn',
+  create: (): VpnRuntime => ({ peers: new PeersHub() }),
   router: vpnRouter,
   entities: [VpnServer, VpnConnection],
   migrations: [
