@@ -156,8 +156,13 @@ describe('VPN agent end to end in network namespaces (wireguard-go)', function (
     expect(listed).to.include({ kind: 'agent', city: 'Dublin', country_code: 'IE', host: serverIp, port });
     expect(listed.protocols).to.deep.equal(['wireguard']);
     expect((await eventsOf(s.deps, owner.organizationId, 'vpn.server.created')).length).to.equal(1);
-    // The interface exists and listens on the server's port, with the registered public key.
-    const iface = (await inNs(nsS, 'wg', ['show', wgS, 'dump'])).stdout.split('\n')[0]!.split('\t');
+    // The interface exists (the agent sets it up right after registering) and listens on the server's port, with
+    // the registered public key.
+    const iface = await waitFor(async () => {
+      const dump = await inNs(nsS, 'wg', ['show', wgS, 'dump']).catch(() => undefined);
+      const first = dump?.stdout.split('\n')[0]!.split('\t');
+      return first && first[2] === String(port) ? first : undefined;
+    }, 30_000);
     expect(iface[1]).to.equal(listed.public_key);
     expect(iface[2]).to.equal(String(port));
 
