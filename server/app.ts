@@ -464,13 +464,20 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
       url: `/v1${route.path}`,
       handler: async (req, reply) => {
         try {
+          const gone = new AbortController();
+          // The response closing before it was written means the client went away.
+          reply.raw.once('close', () => gone.abort());
           const out = await route.handler(deps, {
             params: req.params as Record<string, string>,
             query: req.query as Record<string, string | undefined>,
+            authorization: req.headers.authorization,
+            body: req.body,
+            signal: gone.signal,
           });
           // A reply is thenable but settles only once sent: returned, not awaited (as in server/rest.ts).
           // eslint-disable-next-line @typescript-eslint/return-await
           return reply
+            .code(out.status ?? 200)
             .type(out.contentType)
             .headers(out.headers ?? {})
             .send(out.body);

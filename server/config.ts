@@ -83,6 +83,7 @@ const ZEnv = z.object({
   TLS_CERT_FILE: z.string().trim().min(1).optional(),
   TLS_KEY_FILE: z.string().trim().min(1).optional(),
   PROVISIONING_DELAY_MS: int('PROVISIONING_DELAY_MS', 0, 3_600_000).default(2000),
+  VPN_AGENT_OFFLINE_MS: int('VPN_AGENT_OFFLINE_MS', 1000, 3_600_000).default(30_000),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: bool('WEBHOOK_ALLOW_PRIVATE_TARGETS').default(false),
   WEBHOOK_RETRY_SCHEDULE: z
     .string()
@@ -277,6 +278,8 @@ export interface Config {
   /** Certificate and key, read and checked as a pair at start. */
   tls: { certFile: string; keyFile: string; cert: Buffer; key: Buffer } | undefined;
   provisioningDelayMs: number;
+  /** A VPN agent server that has not reported for this long goes `offline` (docs/vpn-servers.md). */
+  vpnAgentOfflineMs: number;
   webhook: {
     allowPrivateTargets: boolean;
     retryScheduleMs: number[];
@@ -474,6 +477,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: v.TRUST_PROXY,
     tls,
     provisioningDelayMs: v.PROVISIONING_DELAY_MS,
+    vpnAgentOfflineMs: v.VPN_AGENT_OFFLINE_MS,
     webhook: {
       allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       retryScheduleMs: v.WEBHOOK_RETRY_SCHEDULE ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS,

@@ -39,6 +39,9 @@ async function connection(s: TestServer, owner: TestUser): Promise<string> {
   return connection.id;
 }
 
+/** A host name no other server uses (host and port are unique in the catalogue). */
+const agentHost = () => `audited-${Math.random().toString(36).slice(2, 10)}.example.net`;
+
 async function site(s: TestServer, owner: TestUser): Promise<string> {
   const { site } = await s
     .caller(owner.token)
@@ -212,6 +215,25 @@ export const auditFixtures: Record<string, AuditFixture> = {
   'vpn.connections.delete': async ({ s, owner }) => {
     const id = await connection(s, owner);
     return { token: owner.token, input: { id }, target: () => ({ type: 'vpn_connection', id }) };
+  },
+  'vpn.servers.create': async ({ owner }) => ({
+    token: owner.token,
+    input: { location: 'eu-west', city: 'Dublin', country: 'Ireland', country_code: 'IE', host: agentHost() },
+    target: (o) => ({ type: 'vpn_server', id: out(o).server!.id! }),
+  }),
+  'vpn.servers.delete': async ({ s, owner }) => {
+    const { server } = await s.caller(owner.token).vpn.servers.create({
+      location: 'eu-west',
+      city: 'Dublin',
+      country: 'Ireland',
+      country_code: 'IE',
+      host: agentHost(),
+    });
+    return {
+      token: owner.token,
+      input: { id: server.id },
+      target: () => ({ type: 'vpn_server', id: server.id }),
+    };
   },
 
   // Hosting

@@ -93,6 +93,16 @@ export const securityFixtures: Record<string, SecurityFixture> = {
     name: 'Renamed',
   }),
   'vpn.connections.delete': async ({ s, other }) => ({ id: await otherOrgConnection(s, other) }),
+  'vpn.servers.delete': async ({ s, other }) => {
+    const { server } = await s.caller(other.token).vpn.servers.create({
+      location: 'eu-west',
+      city: 'Dublin',
+      country: 'Ireland',
+      country_code: 'IE',
+      host: `agent-${Math.random().toString(36).slice(2, 10)}.example.net`,
+    });
+    return { id: server.id };
+  },
 
   // Webhooks
   'webhooks.get': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),
