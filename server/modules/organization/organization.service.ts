@@ -6,7 +6,7 @@ import { User } from '../../access/user.entity.js';
 import { userUpdated } from '../../access/user.events.js';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
-import { conflict, forbidden, invalidCredentials, notFound, validation } from '../../lib/errors.js';
+import { conflict, forbidden, notFound, validation } from '../../lib/errors.js';
 import { isId } from '../../lib/ids.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { confirmPassword } from '../../kit/login-throttle.js';
