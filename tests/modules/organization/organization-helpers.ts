@@ -140,6 +140,19 @@ export async function populate(
     return r.body.connection?.status === 'active' ? true : undefined;
   });
 
+  // A real VPN server of the organization (docs/vpn-servers.md): its row and token go with the organization.
+  const server = await http(base, 'POST', '/v1/vpn/servers', {
+    token: t,
+    body: {
+      location: 'eu-central',
+      city: 'Frankfurt',
+      country: 'Germany',
+      country_code: 'DE',
+      host: 'vpn.doomed.example.net',
+    },
+  });
+  expect(server.status, server.text).to.equal(201);
+
   const site = await newSite(base, t, { name: 'Everything' });
   const dep = await newDeployment(base, t, site.id);
   await waitForDeployment(base, t, site.id, dep.id, ['success']);

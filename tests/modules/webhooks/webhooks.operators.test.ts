@@ -7,6 +7,7 @@ import { MemoryMailDriver } from '../../../server/mail/mail-driver.js';
 import { WebhookDelivery } from '../../../server/modules/webhooks/webhook-delivery.entity.js';
 import { Webhook } from '../../../server/modules/webhooks/webhook.entity.js';
 import { dropExpiredSecretsJob, purgeDeliveriesJob } from '../../../server/modules/webhooks/webhooks.jobs.js';
+import { openWebhookSecret } from '../../../server/modules/webhooks/webhook-secrets.js';
 import { testConfig } from '../../support/env.js';
 import { looseEvent } from '../../support/events.js';
 import { FakeClock } from '../../support/fake-clock.js';
@@ -270,7 +271,7 @@ describe('webhooks for operators', () => {
       expect(await deliveries(s, owner, wh.id)).to.have.length(0);
       expect(await deliveries(s, stranger, theirs.id)).to.have.length(1);
       const hook = await s.deps.db.orm.em.fork().findOneOrFail(Webhook, theirs.id);
-      expect(hook.secret).to.equal(theirs.secret);
+      expect(openWebhookSecret(s.deps, hook.secret)).to.equal(theirs.secret);
     });
   });
 });
@@ -636,7 +637,8 @@ describe('webhooks for operators, with a fake clock', () => {
     expect(await receiverAccepts(wh.secret, rx.requests[1]!)).to.equal(false);
     expect(await verifyWithThirdPartyLibraries(res.body.secret, rx.requests[1]!)).to.equal(true);
 
-    expect((await hookRow(wh.id)).previousSecret).to.equal(wh.secret);
+    const before = (await hookRow(wh.id)).previousSecret;
+    expect(before && openWebhookSecret(s.deps, before)).to.equal(wh.secret);
     await dropExpiredSecretsJob.run(s.deps, {}, undefined as never);
     const h = await hookRow(wh.id);
     expect(h.previousSecret).to.equal(null);
