@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
@@ -6,13 +7,16 @@ import { defineJob } from '../../kit/jobs.js';
 import type { JobInfo } from '../../jobs/queue.js';
 import { appendLogLines, logHub, type LogEvent } from './build-logs.js';
 import type { DeploymentStatus } from './hosting.constants.js';
-import type { BuildOutput, BuildSpec, HostingDriver } from './hosting.driver.js';
+import type { BuildOutput, BuildSpec, BuildStepResult, HostingDriver } from './hosting.driver.js';
 import { deploymentUrl, toDeploymentDto } from './hosting.dto.js';
 import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.events.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import { HostingSite } from './hosting-site.entity.js';
 import { HostingUsageRecord } from './hosting-usage-record.entity.js';
 import { SimulatedHostingDriver } from './simulated-hosting.driver.js';
+import { LocalHostingDriver } from './local-hosting.driver.js';
+import { DirectoryArtifactStore, type ArtifactStore } from './artifact-store.js';
+import { advanceProcessBuild } from './process-builds.js';
 
 /**
  * The builds of a site run one at a time, oldest first, as a chain of `hosting.build` jobs, each doing one step:
@@ -49,12 +53,42 @@ export const hostingBuildJob = defineJob<BuildJobData>(
 );
 
 const drivers = new WeakMap<AppDeps, HostingDriver>();
+const stores = new WeakMap<AppDeps, ArtifactStore>();
 
-/** The builder of this process: the simulated one unless a test put another. */
+/** Where this process keeps and reads artifacts (`ARTIFACTS_DIR`). */
+export function hostingArtifacts(deps: AppDeps): ArtifactStore {
+  let store = stores.get(deps);
+  if (!store) {
+    store = new DirectoryArtifactStore(
+      deps.config.hosting.artifactsDir,
+      deps.config.hosting.artifactMaxBytes,
+    );
+    stores.set(deps, store);
+  }
+  return store;
+}
+
+/** The builder of this process, chosen by `BUILDER` (unless a test put another). */
 export function hostingDriver(deps: AppDeps): HostingDriver {
   let driver = drivers.get(deps);
   if (!driver) {
-    driver = new SimulatedHostingDriver({ allowPrivate: deps.config.webhook.allowPrivateTargets });
+    const { config } = deps;
+    const policy = { allowPrivate: config.webhook.allowPrivateTargets };
+    driver =
+      config.hosting.builder === 'local'
+        ? new LocalHostingDriver({
+            policy,
+            sandbox: config.hosting.sandbox,
+            timeoutMs: config.hosting.buildTimeoutMs,
+            concurrency: config.hosting.buildConcurrency,
+            store: hostingArtifacts(deps),
+            hideDirs: [resolve(config.dataDir), resolve(config.hosting.artifactsDir)],
+            hideFiles: [
+              resolve('.env'),
+              ...(config.tls ? [resolve(config.tls.keyFile), resolve(config.tls.certFile)] : []),
+            ],
+          })
+        : new SimulatedHostingDriver(policy);
     drivers.set(deps, driver);
   }
   return driver;
@@ -67,7 +101,7 @@ export function useHostingDriver(deps: AppDeps, driver: HostingDriver): void {
 
 /** The time between two steps of a building deployment. */
 export function stepDelayMs(paceMs: number, driver: HostingDriver): number {
-  return Math.round(paceMs / Math.max(1, driver.steps - 1));
+  return Math.round(paceMs / Math.max(1, (driver.kind === 'steps' ? driver.steps : 2) - 1));
 }
 
 /**
@@ -157,7 +191,7 @@ export function completeDeployment(
   }
 }
 
-function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployment): BuildSpec {
+export function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployment): BuildSpec {
   return {
     deploymentId: d.id,
     siteId: site.id,
@@ -176,7 +210,7 @@ function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployment): Bu
 /** What a committed step leaves to do: hand its lines to followers, wake the next job. */
 type AfterCommit = () => void;
 
-async function lockSite(tx: Em, siteId: string): Promise<HostingSite | null> {
+export async function lockSite(tx: Em, siteId: string): Promise<HostingSite | null> {
   return tx.findOne(HostingSite, siteId, { lockMode: LockMode.PESSIMISTIC_WRITE });
 }
 
@@ -199,6 +233,7 @@ async function applyStep(
     d.status = 'building';
     d.startedAt = now;
   }
+  if (driver.kind !== 'steps') throw new Error('a stepped build needs a stepped builder');
   const lines = await appendLogLines(tx, d.id, d.logSeq, result.output, now);
   d.logSeq += lines.length;
   d.updatedAt = now;
@@ -231,8 +266,12 @@ export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: Job
   if (!current) return;
   const step = building ? current.buildStep : 0;
   const driver = hostingDriver(deps);
+  if (driver.kind === 'process') {
+    await advanceProcessBuild(deps, data, site, current, driver);
+    return;
+  }
 
-  let result: Awaited<ReturnType<HostingDriver['runStep']>>;
+  let result: BuildStepResult;
   try {
     result = await driver.runStep(step, buildSpecOf(deps, site, current));
   } catch (err) {
@@ -285,7 +324,7 @@ export async function resumeBuilds(deps: AppDeps): Promise<number> {
       if (!site) return undefined;
       const building = await tx.findOne(HostingDeployment, { site: site.id, status: 'building' });
       let event: LogEvent | undefined;
-      if (building) {
+      if (building && driver.kind === 'steps') {
         const now = deps.clock.now();
         const lines = await appendLogLines(
           tx,

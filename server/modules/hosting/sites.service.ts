@@ -10,6 +10,9 @@ import { AppError } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
 import { logHub } from './build-logs.js';
+import { resolveGitTarget } from './git-fetch.js';
+import { edgeRoutesChanged } from './edge.js';
+import { edgeTraffic24h } from './edge-traffic.js';
 import {
   DEFAULT_BRANCH,
   DEFAULT_NODE_VERSION,
@@ -69,12 +72,17 @@ function invalid(path: string, problem: string): AppError {
 /**
  * `git_repo`: `https://`, no credentials, and a host that is not and does not resolve to an internal address: the
  * address rules of webhook URLs (server/lib/safe-http.ts; `WEBHOOK_ALLOW_PRIVATE_TARGETS` relaxes both alike, cloud
- * metadata and link-local addresses stay refused). Every build checks again before cloning.
+ * metadata and link-local addresses stay refused, and allows `http://` to the loopback and private hosts it admits,
+ * for local testing). Every build checks again before fetching (git-fetch.ts).
  */
 export async function assertGitRepo(deps: AppDeps, url: string): Promise<void> {
-  const check = await checkTargetUrl(url, { allowPrivate: deps.config.webhook.allowPrivateTargets });
+  const policy = { allowPrivate: deps.config.webhook.allowPrivateTargets };
+  const check = await checkTargetUrl(url, policy);
   if (!check.ok) throw invalid('git_repo', check.reason);
-  if (check.url.protocol !== 'https:') throw invalid('git_repo', 'must use https://');
+  if (check.url.protocol !== 'https:') {
+    const target = policy.allowPrivate ? await resolveGitTarget(url, policy) : undefined;
+    if (!target?.ok) throw invalid('git_repo', 'must use https://');
+  }
 }
 
 /** Addresses under `SITES_DOMAIN` are the platform's own (`<slug>.<SITES_DOMAIN>`): not a custom domain. */
@@ -199,10 +207,11 @@ export async function listSites(ctx: ActorContext, input: TListSitesInput): Prom
 
 export async function getSite(ctx: ActorContext, input: TSiteIdInput): Promise<TSiteOutput> {
   const site = await findSiteOrThrow(ctx, input.id, { withEnvironment: true });
-  return {
-    success: true,
-    site: toSiteDetailDto(site, ctx.deps.config.sitesDomain, ctx.deps.clock.now()),
-  };
+  const now = ctx.deps.clock.now();
+  // Sites built for real report what the edge served (edge-traffic.ts).
+  const served =
+    ctx.deps.config.hosting.builder === 'local' ? await edgeTraffic24h(ctx.deps, site.id, now) : undefined;
+  return { success: true, site: toSiteDetailDto(site, ctx.deps.config.sitesDomain, now, served) };
 }
 
 export async function createSite(ctx: ActorContext, input: TCreateSiteInput): Promise<TSiteOutput> {
@@ -275,6 +284,7 @@ export async function updateSite(ctx: ActorContext, input: TUpdateSiteInput): Pr
       return s;
     }),
   );
+  if (input.domain !== undefined) edgeRoutesChanged(deps);
   return { success: true, site: toSiteDetailDto(site, deps.config.sitesDomain, deps.clock.now()) };
 }
 
@@ -316,5 +326,7 @@ export async function deleteSite(ctx: ActorContext, input: TSiteIdInput): Promis
     return { site: s, unfinished: pending.map((d) => d.id) };
   });
   for (const id of unfinished) logHub(deps).publish({ deploymentId: id, lines: [], status: 'canceled' });
+  // No longer served, at once in this process (others within a second, edge.ts).
+  edgeRoutesChanged(deps);
   return { success: true, message: 'Site deleted', id: site.id, domain: site.domain ?? null };
 }
