@@ -1,5 +1,5 @@
 import { coreModule } from './kit/core.module.js';
-import type { ModuleManifest } from './kit/module.js';
+import type { ModuleManifest, RuntimesOf } from './kit/module.js';
 import { apiKeysModule } from './modules/api-keys/api-keys.module.js';
 import { auditModule } from './modules/audit/audit.module.js';
 import { authModule } from './modules/auth/auth.module.js';
@@ -16,7 +16,7 @@ import { webhooksModule } from './modules/webhooks/webhooks.module.js';
  * workers, the event catalogue, the owned resources and the plan-feature counters all derive from this list. The
  * core comes last: its outbox relay starts after the workers that consume what it relays.
  */
-export const modules: readonly ModuleManifest[] = [
+const list = [
   authModule,
   usersModule,
   vpnModule,
@@ -28,4 +28,11 @@ export const modules: readonly ModuleManifest[] = [
   organizationModule,
   apiKeysModule,
   coreModule,
-];
+] as const;
+export const modules: readonly ModuleManifest[] = list;
+
+/**
+ * What the modules build per process (`create` in their manifests), by module name: the type of `deps.modules`
+ * (server/kit/deps.ts). A module that declares `create` adds its key.
+ */
+export type ModuleRuntimes = RuntimesOf<typeof list>;

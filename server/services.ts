@@ -11,12 +11,17 @@ import { auditSubscriber } from './events/audit.js';
 import { createJobQueue } from './jobs/queue.js';
 import type { AppDeps, Logger } from './kit/deps.js';
 import { buildRegistry } from './kit/registry.js';
-import { defineModuleJobs, startModuleWorkers, stopModuleWorkers } from './kit/runtime.js';
+import {
+  createModuleRuntimes,
+  defineModuleJobs,
+  ProcessRuntime,
+  type ModuleOverrides,
+} from './kit/runtime.js';
 import { resolveGeneratedSecret } from './lib/secret-file.js';
 import { systemClock, type Clock } from './lib/time.js';
 import { LogMailDriver, type MailDriver } from './mail/mail-driver.js';
 import { bootstrapOwner } from './modules/auth/auth.service.js';
-import { modules } from './modules.js';
+import { modules, type ModuleRuntimes } from './modules.js';
 
 export interface StartOptions {
   clock?: Clock;
@@ -27,6 +32,11 @@ export interface StartOptions {
   startJobs?: boolean;
   /** Outgoing mail; the log driver by default. */
   mail?: MailDriver;
+  /**
+   * Pieces of modules' runtimes laid over what their manifests' `create` built, before anything runs (tests: a
+   * driver that fails on purpose, `{ billing: { driver } }`).
+   */
+  modules?: ModuleOverrides;
 }
 
 export function createLogger(config: Config): Logger {
@@ -47,7 +57,10 @@ function twoFactorKey(config: Config, jwtSecret: string): Buffer {
   return Buffer.from(hkdfSync('sha256', secret, '', 'two-factor secrets', 32));
 }
 
-/** Config → database (migrated) → tokens → jobs → owner bootstrap. What main.ts and the tests both run. */
+/**
+ * Config → database (migrated) → tokens → jobs → the modules' runtimes → job handlers and workers → owner bootstrap.
+ * What main.ts and the tests both run.
+ */
 export async function startServices(config: Config, opts: StartOptions = {}): Promise<AppDeps> {
   const log = opts.log ?? createLogger(config);
   const registry = buildRegistry(modules);
@@ -89,18 +102,20 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     passwords,
     registry,
     keys,
+    // Filled by createModuleRuntimes below, before anything reads it.
+    modules: {} as ModuleRuntimes,
+    runtime: new ProcessRuntime(),
   };
+  await createModuleRuntimes(deps, opts.modules);
   defineModuleJobs(deps);
   if (opts.startJobs !== false) {
     await jobs.start();
-    await startModuleWorkers(deps);
+    await deps.runtime.startWorkers(deps);
   }
   await bootstrapOwner(deps);
   apiUsage.start();
   return deps;
 }
-
-const stops = new WeakMap<AppDeps, Promise<void>>();
 
 /**
  * Stops what startServices started, in reverse order: the workers, the usage counters (and Redis), the job queue (running
@@ -109,12 +124,7 @@ const stops = new WeakMap<AppDeps, Promise<void>>();
  * waits for the same stop.
  */
 export function stopServices(deps: AppDeps): Promise<void> {
-  let stop = stops.get(deps);
-  if (!stop) {
-    stop = stopInOrder(deps);
-    stops.set(deps, stop);
-  }
-  return stop;
+  return deps.runtime.stopOnce(() => stopInOrder(deps));
 }
 
 async function stopInOrder(deps: AppDeps): Promise<void> {
@@ -136,7 +146,7 @@ async function stopInOrder(deps: AppDeps): Promise<void> {
       clearTimeout(timer);
     }
   };
-  await step('workers', 15_000, () => stopModuleWorkers(deps));
+  await step('workers', 15_000, () => deps.runtime.stopWorkers());
   await step('api usage', 5_000, () => deps.apiUsage.stop());
   const shared = deps.apiUsage.shared;
   if (shared) await step('redis', 5_000, () => shared.close());

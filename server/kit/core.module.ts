@@ -19,7 +19,7 @@ import type { AppDeps } from './deps.js';
 import { defineJob } from './jobs.js';
 import { defineModule } from './module.js';
 
-/** The name of the outbox relay worker (tests reach it with `workerOf`). */
+/** The name of the outbox relay worker. */
 export const OUTBOX_RELAY = 'events.relay';
 
 export const pruneDispatchedEventsJob = defineJob(

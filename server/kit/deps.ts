@@ -9,7 +9,9 @@ import type { EventStreamRequest } from '../lib/event-stream.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { MailDriver } from '../mail/mail-driver.js';
 import type { Clock } from '../lib/time.js';
+import type { ModuleRuntimes } from '../modules.js';
 import type { ModuleRegistry } from './registry.js';
+import type { ProcessRuntime } from './runtime.js';
 
 /** The process logger (pino, shared with Fastify). */
 export type Logger = PinoLogger;
@@ -32,6 +34,13 @@ export interface AppDeps {
   registry: ModuleRegistry;
   /** Keys for data encrypted at rest (32 bytes each). */
   keys: { twoFactor: Buffer };
+  /**
+   * What each module built for this process with its manifest's `create` (drivers, hubs, workers), by module name:
+   * `deps.modules.hosting.driver`. Filled at start, before jobs and workers run (server/services.ts).
+   */
+  modules: ModuleRuntimes;
+  /** The workers this process started and its stop (server/kit/runtime.ts); start and stop only. */
+  runtime: ProcessRuntime;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { AnyTRPCRouter } from '@trpc/server';
 import type { EntityName, MigrationObject } from '@mikro-orm/core';
 import type { OwnedResource } from '../access/owned-resources.js';
+import type { Config } from '../config.js';
 import type { AnyEventDefinition } from '../events/define-event.js';
 import type { OutboxHandler } from '../events/outbox.js';
 import type { Em } from '../db/orm.js';
@@ -11,7 +12,10 @@ import type { UsageCounter, UsageReporter } from './usage.js';
 /** A migration as the migrator lists it; `name` orders them across modules (`Migration<yyyymmddNNNNNN>_<what>`). */
 export type MigrationEntry = MigrationObject;
 
-/** A long-running loop of a module (claims its own rows rather than queue jobs). Started after the job queue. */
+/**
+ * A long-running loop of a module (claims its own rows rather than queue jobs). Started after the job queue. A worker
+ * that services reach (to nudge it) is built by the module's `create` and started here from `deps.modules.<m>`.
+ */
 export interface ModuleWorker {
   name: string;
   start(deps: AppDeps): Promise<RunningWorker>;
@@ -105,9 +109,16 @@ export interface ModuleHttpRoute {
  * and stops, the events a webhook may subscribe to and their payload schemas, the resources a user owns, and the
  * counters of the plan features.
  */
-export interface ModuleManifest {
-  /** The module's name; for a module with a router, its key in server/router.ts. */
-  name: string;
+export interface ModuleManifest<Name extends string = string, Runtime = unknown> {
+  /** The module's name; for a module with a router, its key in server/router.ts; its key in `deps.modules`. */
+  name: Name;
+  /**
+   * Builds what the module keeps per process, once at start (server/services.ts, after the database, the queue and
+   * the rest of `deps` exist, before jobs and workers start): its drivers, chosen from `config`, its in-process hubs,
+   * the workers its services nudge. Services read it as `deps.modules.<name>` (typed from server/modules.ts). A plain
+   * object, so that a test can override a piece of it (`startTestServer({ modules: { <name>: { driver } } })`).
+   */
+  create?: (deps: AppDeps, config: Config) => Runtime | Promise<Runtime>;
   /** The tRPC router of the module, if it serves procedures (checked against server/router.ts by a test). */
   router?: AnyTRPCRouter;
   /** MikroORM entities (defineEntity classes). */
@@ -142,3 +153,16 @@ export interface ModuleManifest {
 export function defineModule<const M extends ModuleManifest>(manifest: M): M {
   return manifest;
 }
+
+/** What a manifest's `create` builds (its promise resolved); never for a module without one. */
+export type RuntimeOf<M> = M extends { create?: infer C }
+  ? // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    NonNullable<C> extends (...args: any[]) => infer R
+    ? Awaited<R>
+    : never
+  : never;
+
+/** `deps.modules`: each module that declares `create`, by name, with what it builds. */
+export type RuntimesOf<L extends readonly ModuleManifest[]> = {
+  readonly [M in L[number] as [RuntimeOf<M>] extends [never] ? never : M['name']]: RuntimeOf<M>;
+};

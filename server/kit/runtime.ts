@@ -8,28 +8,47 @@ export function defineModuleJobs(deps: AppDeps): void {
   }
 }
 
-const running = new WeakMap<AppDeps, Map<string, RunningWorker>>();
+/** Pieces of modules' runtimes put in place of what their `create` built (tests: a driver that fails on purpose). */
+export type ModuleOverrides = { [K in keyof AppDeps['modules']]?: Partial<AppDeps['modules'][K]> };
 
-/** Starts every module's workers, in manifest order (after the job queue). */
-export async function startModuleWorkers(deps: AppDeps): Promise<void> {
-  const started = new Map<string, RunningWorker>();
-  running.set(deps, started);
-  for (const worker of deps.registry.workers) started.set(worker.name, await worker.start(deps));
-}
-
-/** A running worker of this process, by name (tests use it to relay or deliver now). */
-export function workerOf<T extends RunningWorker>(deps: AppDeps, name: string): T | undefined {
-  return running.get(deps)?.get(name) as T | undefined;
-}
-
-/** Stops the workers in reverse start order; every one is asked to stop even if another fails. */
-export async function stopModuleWorkers(deps: AppDeps): Promise<void> {
-  const started = running.get(deps);
-  running.delete(deps);
-  if (!started) return;
-  const failures: unknown[] = [];
-  for (const worker of [...started.values()].reverse()) {
-    await worker.stop().catch((err: unknown) => failures.push(err));
+/**
+ * Builds every module's runtime (manifest `create`), in manifest order, into `deps.modules`, then lays `overrides`
+ * over it. Runs once per process at start, before jobs and workers.
+ */
+export async function createModuleRuntimes(deps: AppDeps, overrides: ModuleOverrides = {}): Promise<void> {
+  const built = deps.modules as unknown as Record<string, object>;
+  const replaced = overrides as Record<string, object | undefined>;
+  for (const m of deps.registry.modules) {
+    if (!m.create) continue;
+    const runtime = (await m.create(deps, deps.config)) as object;
+    built[m.name] = Object.assign(runtime, replaced[m.name]);
   }
-  if (failures.length > 0) throw failures[0];
+}
+
+/** What a process started and must stop: its modules' running workers, and its stop once asked. */
+export class ProcessRuntime {
+  private workers: RunningWorker[] = [];
+  private stopping: Promise<void> | undefined;
+
+  /** Starts every module's workers, in manifest order (after the job queue). */
+  async startWorkers(deps: AppDeps): Promise<void> {
+    for (const worker of deps.registry.workers) this.workers.push(await worker.start(deps));
+  }
+
+  /** Stops the workers in reverse start order; every one is asked to stop even if another fails. */
+  async stopWorkers(): Promise<void> {
+    const started = this.workers;
+    this.workers = [];
+    const failures: unknown[] = [];
+    for (const worker of [...started].reverse()) {
+      await worker.stop().catch((err: unknown) => failures.push(err));
+    }
+    if (failures.length > 0) throw failures[0];
+  }
+
+  /** Runs `stop` the first time; every later call waits for that same stop. */
+  stopOnce(stop: () => Promise<void>): Promise<void> {
+    this.stopping ??= stop();
+    return this.stopping;
+  }
 }

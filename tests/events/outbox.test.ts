@@ -7,9 +7,6 @@ import { User } from '../../server/access/user.entity.js';
 import { Event } from '../../server/events/event.entity.js';
 import { looseEvent } from '../support/events.js';
 import { recordEvent, recordEventForAllOrganizations } from '../../server/events/record-event.js';
-import { workerOf } from '../../server/kit/runtime.js';
-import { DELIVERY_WORKER } from '../../server/modules/webhooks/webhooks.constants.js';
-import type { DeliveryWorker } from '../../server/modules/webhooks/delivery-worker.js';
 import { startServices, stopServices } from '../../server/services.js';
 import { testConfig, usingPostgres } from '../support/env.js';
 import { createOrg } from '../support/factories.js';
@@ -213,7 +210,7 @@ describe('events: two server processes on one PostgreSQL database', () => {
     expect(deliveryIds.size).to.equal(EVENTS);
 
     // Both processes took part (the shared server of the run, if started, may have too).
-    const [w1, w2] = servers.map((srv) => workerOf<DeliveryWorker>(srv.deps, DELIVERY_WORKER)!);
+    const [w1, w2] = servers.map((srv) => srv.deps.modules.webhooks.deliveryWorker);
     expect(w1!.attemptsMade, 'attempts by server one').to.be.greaterThan(0);
     expect(w2!.attemptsMade, 'attempts by server two').to.be.greaterThan(0);
 

@@ -9,6 +9,7 @@ import { appRouter } from '../../server/router.js';
 import type { Clock } from '../../server/lib/time.js';
 import type { MailDriver } from '../../server/mail/mail-driver.js';
 import type { Logger } from '../../server/kit/deps.js';
+import type { ModuleOverrides } from '../../server/kit/runtime.js';
 import { contractObserver } from './contract.js';
 import { testConfig } from './env.js';
 
@@ -39,6 +40,11 @@ export async function startTestServer(
     host?: string;
     /** The server's logger (to read what it logs); one from the config's LOG_LEVEL by default. */
     log?: Logger;
+    /**
+     * Pieces of modules' runtimes in place of what their `create` builds, from the start (a driver that fails on
+     * purpose: `{ billing: { driver } }`). To swap one on a running server, see tests/support/module-runtime.ts.
+     */
+    modules?: ModuleOverrides;
   } = {},
 ): Promise<TestServer> {
   const config = opts.config ?? testConfig(opts.env);
@@ -48,6 +54,7 @@ export async function startTestServer(
     mail: opts.mail,
     startJobs: opts.startJobs,
     log: opts.log,
+    modules: opts.modules,
   });
   const app = await buildApp(deps, { observeResponse: contractObserver });
   await app.listen({ port: 0, host: opts.host ?? '127.0.0.1' });

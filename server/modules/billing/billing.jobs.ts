@@ -17,6 +17,7 @@ export const billingRunDueJob = defineJob(
   { cron: '* * * * *', retryLimit: 5, retryDelaySeconds: 1, expireInSeconds: 600 },
 );
 
+/** The name of the scheduler's worker; services reach the scheduler as `deps.modules.billing.scheduler`. */
 export const BILLING_SCHEDULER = 'billing.scheduler';
 
 /**
@@ -26,6 +27,8 @@ export const BILLING_SCHEDULER = 'billing.scheduler';
  */
 export class BillingScheduler implements RunningWorker {
   private timer: NodeJS.Timeout | undefined;
+  /** Built with the process (billing.module.ts), it reads nothing until its worker starts it. */
+  private started = false;
   private stopped = false;
   private checking: Promise<void> = Promise.resolve();
 
@@ -38,12 +41,13 @@ export class BillingScheduler implements RunningWorker {
   }
 
   start(): void {
+    this.started = true;
     this.nudge();
   }
 
   /** Reads the next due time again now (after a commit that may have set an earlier one). */
   nudge(): void {
-    if (this.stopped) return;
+    if (!this.started || this.stopped) return;
     this.checking = this.checking.then(() => this.check()).catch(() => {});
   }
 

@@ -1,5 +1,6 @@
 import type { AppDeps } from '../../kit/deps.js';
-import { defineModule } from '../../kit/module.js';
+import { defineModule, type ModuleManifest, type RunningWorker } from '../../kit/module.js';
+import type { BillingDriver } from './billing.driver.js';
 import { BILLING_EVENTS } from './billing.events.js';
 import { BILLING_SCHEDULER, BillingScheduler, billingRunDueJob } from './billing.jobs.js';
 import { billingRouter } from './billing.router.js';
@@ -10,19 +11,34 @@ import { PaymentMethod } from './payment-method.entity.js';
 import { Subscription } from './subscription.entity.js';
 import { createSubscription } from './subscription.service.js';
 import { cancelForDeletion } from './renewals.js';
+import { SimulatedBillingDriver } from './simulated-billing.driver.js';
+
+/** What billing keeps per process (`deps.modules.billing`). */
+export interface BillingRuntime {
+  /** The card processor. */
+  readonly driver: BillingDriver;
+  /** Queues the renewals when they fall due; nudged by a change that sets a due time (subscription.service.ts). */
+  readonly scheduler: BillingScheduler;
+}
 
 /** Plans, the subscription, payment methods, invoices, renewals and dunning, usage (README, "Billing"). */
-export const billingModule = defineModule({
+// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+export const billingModule: ModuleManifest<'billing', BillingRuntime> = defineModule({
   name: 'billing',
   router: billingRouter,
+  create: (deps: AppDeps): BillingRuntime => ({
+    // The simulated processor is the only one there is (README, "Billing").
+    driver: new SimulatedBillingDriver(),
+    scheduler: new BillingScheduler(deps),
+  }),
   entities: [Subscription, PaymentMethod, Invoice],
   migrations: [{ name: 'Migration20261121000060_billing', class: Migration20261121000060_billing }],
   jobs: [billingRunDueJob],
   workers: [
     {
       name: BILLING_SCHEDULER,
-      async start(deps: AppDeps) {
-        const scheduler = new BillingScheduler(deps);
+      async start(deps: AppDeps): Promise<RunningWorker> {
+        const scheduler = deps.modules.billing.scheduler;
         scheduler.start();
         return scheduler;
       },

@@ -7,7 +7,6 @@ import { newId } from '../../lib/ids.js';
 import { PLANS, type PlanId } from '../../lib/plans.js';
 import { iso } from '../../lib/time.js';
 import type { BillingReason, SubscriptionStatus } from './billing.constants.js';
-import { billingDriver } from './billing.driver.js';
 import { toInvoiceDto, toSubscriptionDto, type InvoiceView } from './billing.dto.js';
 import {
   billingInvoiceCreated,
@@ -224,7 +223,7 @@ async function chargeInvoice(
   invoice.updatedAt = now;
   if (!pm) return { paid: false, reason: 'No payment method on file' };
   invoice.paymentMethod = { type: 'card', brand: pm.brand, last4: pm.last4 };
-  const result = await billingDriver(deps).charge({
+  const result = await deps.modules.billing.driver.charge({
     processorRef: pm.processorRef,
     amountCents: invoice.total,
     currency: 'usd',

@@ -2,7 +2,6 @@ import type { ActorContext } from '../../kit/deps.js';
 import { findScopedOrThrow, inOrganization } from '../../access/scope.js';
 import { conflict, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { billingDriver } from './billing.driver.js';
 import { toPaymentMethodDto } from './billing.dto.js';
 import type {
   TAddPaymentMethodInput,
@@ -39,7 +38,7 @@ export async function addPaymentMethod(
   ctx: ActorContext,
   input: TAddPaymentMethodInput,
 ): Promise<TPaymentMethodOutput> {
-  const card = await billingDriver(ctx.deps).attach(input.payment_method);
+  const card = await ctx.deps.modules.billing.driver.attach(input.payment_method);
   if (!card) {
     throw validation(
       'payment_method',

@@ -2,14 +2,12 @@ import { randomInt } from 'node:crypto';
 import type { Organization } from '../../access/organization.entity.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
-import { workerOf } from '../../kit/runtime.js';
 import { AppError, conflict, notFound } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { PLAN_FEATURES, PLANS, planLimit, type CountedPlanFeature, type PlanId } from '../../lib/plans.js';
 import type { ProrationBehavior } from './billing.constants.js';
 import { periodEndAfter, wholeSecond } from './billing-period.js';
 import { toInvoiceDto, toSubscriptionDto } from './billing.dto.js';
-import { BILLING_SCHEDULER, type BillingScheduler } from './billing.jobs.js';
 import type {
   TPreviewInput,
   TInvoiceOutput,
@@ -74,7 +72,7 @@ export async function createSubscription(
 
 /** Tells this process's billing scheduler that a due time may have moved earlier. */
 export function nudgeScheduler(deps: AppDeps): void {
-  workerOf<BillingScheduler>(deps, BILLING_SCHEDULER)?.nudge();
+  deps.modules.billing.scheduler.nudge();
 }
 
 const FEATURE_RESOURCE: Record<CountedPlanFeature, string> = {

@@ -1,12 +1,11 @@
-import type { AppDeps } from '../../kit/deps.js';
 import type { DatabaseEngine, DatabaseRegion, DatabaseSize } from './databases.constants.js';
-import { SimulatedDatabaseDriver } from './simulated-databases.driver.js';
 
 /**
  * The database hosts this API manages, as an interface: no real hosts are reachable, so the built-in driver
  * simulates them (simulated-databases.driver.ts), the way Stripe has a test mode. The service records every change
  * in its own tables and asks the driver to carry it out; durable jobs (databases.jobs.ts) finish each change when
- * the driver says it is done (`readyInMs`), so a change survives a restart.
+ * the driver says it is done (`readyInMs`), so a change survives a restart. The process's driver is
+ * `deps.modules.databases.driver`, chosen from the configuration by the module's `create` (databases.module.ts).
  */
 export interface DatabaseInstance {
   id: string;
@@ -54,21 +53,4 @@ export interface DatabaseDriver {
   destroy(instance: DatabaseInstance): Promise<void>;
   /** The instance's load at `at` (read on every view, so synchronous and cheap). */
   metrics(instance: DatabaseInstance, at: Date): InstanceMetrics;
-}
-
-const drivers = new WeakMap<AppDeps, DatabaseDriver>();
-
-/** The driver of this process: the simulated one unless `useDatabaseDriver` set another. */
-export function databaseDriver(deps: AppDeps): DatabaseDriver {
-  let driver = drivers.get(deps);
-  if (!driver) {
-    driver = new SimulatedDatabaseDriver(deps.config.provisioningDelayMs);
-    drivers.set(deps, driver);
-  }
-  return driver;
-}
-
-/** Replaces the driver of a process (another infrastructure, or a test double). */
-export function useDatabaseDriver(deps: AppDeps, driver: DatabaseDriver): void {
-  drivers.set(deps, driver);
 }

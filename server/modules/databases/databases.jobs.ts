@@ -6,7 +6,6 @@ import type { AppDeps } from '../../kit/deps.js';
 import { defineJob } from '../../kit/jobs.js';
 import { newId } from '../../lib/ids.js';
 import { DAY_MS, FINAL_BACKUP_KEPT_DAYS, type BackupType } from './databases.constants.js';
-import { databaseDriver } from './databases.driver.js';
 import { instanceOf, toBackupDto } from './databases.dto.js';
 import { databaseBackupCompleted } from './databases.events.js';
 import { DatabaseBackup } from './database-backup.entity.js';
@@ -200,7 +199,7 @@ export async function startBackup(
   opts: { name?: string | undefined; description?: string | undefined; expiresAt?: Date | null } = {},
 ): Promise<{ backup: DatabaseBackup; wake: AfterCommit }> {
   const id = newId('backup');
-  const op = await databaseDriver(deps).startBackup(instanceOf(d), id);
+  const op = await deps.modules.databases.driver.startBackup(instanceOf(d), id);
   const backup = tx.create(DatabaseBackup, {
     id,
     createdAt: now,
@@ -221,7 +220,7 @@ export async function startBackup(
 
 /** `pending` → `completed`, inside `tx`: size from the driver, `last_backup`, `database.backup.completed`. */
 async function finishBackup(deps: AppDeps, tx: Em, b: DatabaseBackup, d: ManagedDatabase, now: Date) {
-  b.sizeBytes = await databaseDriver(deps).backupSize(instanceOf(d), b.id, now);
+  b.sizeBytes = await deps.modules.databases.driver.backupSize(instanceOf(d), b.id, now);
   b.status = 'completed';
   b.completedAt = now;
   b.updatedAt = now;
@@ -280,7 +279,7 @@ export async function removeDatabase(
   databaseId: string,
   generation?: number,
 ): Promise<boolean> {
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   return deps.db.orm.em.fork().transactional(async (tx) => {
     const now = deps.clock.now();
     const d = await tx.findOne(
@@ -319,7 +318,7 @@ export async function removeDatabase(
 
 /** Removes the backups whose `expires_at` has passed (at most `batch` per call); returns how many. */
 export async function pruneExpiredBackups(deps: AppDeps, batch = 500): Promise<number> {
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   return deps.db.orm.em.fork().transactional(async (tx) => {
     const now = deps.clock.now();
     const expired = await tx.find(

@@ -22,7 +22,6 @@ import {
   FINAL_BACKUP_KEPT_DAYS,
   type DatabaseEngine,
 } from './databases.constants.js';
-import { databaseDriver } from './databases.driver.js';
 import { instanceOf, toDatabaseDetailDto, toDatabaseDto } from './databases.dto.js';
 import { databaseCreated, databaseDeleted, databaseUpdated } from './databases.events.js';
 import {
@@ -99,7 +98,7 @@ export async function listDatabases(
   if (input.region) where.region = input.region;
   const request = pageRequest(input);
   const found = await findDatabasePage(ctx.em, ctx.deps.db, where, request);
-  const driver = databaseDriver(ctx.deps);
+  const driver = ctx.deps.modules.databases.driver;
   const now = ctx.deps.clock.now();
   return {
     success: true,
@@ -111,7 +110,10 @@ export async function listDatabases(
 export async function getDatabase(ctx: ActorContext, input: TDatabaseIdInput): Promise<TDatabaseOutput> {
   const d = await ctx.em.findOne(ManagedDatabase, scopedDatabaseFilter(ctx.actor, input.id));
   if (!d) throw databaseNotFound();
-  return { success: true, database: toDatabaseDetailDto(d, databaseDriver(ctx.deps), ctx.deps.clock.now()) };
+  return {
+    success: true,
+    database: toDatabaseDetailDto(d, ctx.deps.modules.databases.driver, ctx.deps.clock.now()),
+  };
 }
 
 const noSuchBackup = () => validation('backup_id', 'No such backup in this organization');
@@ -150,7 +152,7 @@ export async function createDatabase(
   input: TCreateDatabaseInput,
 ): Promise<TDatabaseOutput> {
   const { actor, deps } = ctx;
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   // Leaves this function only inside the create response; the database keeps its hash.
   const password = generatePassword();
   const after: AfterCommit[] = [];
@@ -231,7 +233,7 @@ export async function updateDatabase(
   input: TUpdateDatabaseInput,
 ): Promise<TDatabaseOutput> {
   const { actor, deps } = ctx;
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   const after: AfterCommit[] = [];
   const database = await ctx.em.transactional(async (tx) => {
     const now = deps.clock.now();
@@ -288,7 +290,7 @@ export async function deleteDatabase(
   input: TDatabaseIdInput,
 ): Promise<TDeleteDatabaseOutput> {
   const { actor, deps } = ctx;
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   const graceMs = deps.config.databases.deletionGraceMs;
   const after: AfterCommit[] = [];
   const { database, finalBackup } = await ctx.em.transactional(async (tx) => {
@@ -334,7 +336,7 @@ export async function cancelDeletion(
   input: TDatabaseActionInput,
 ): Promise<TDatabaseOutput> {
   const { actor, deps } = ctx;
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   const after: AfterCommit[] = [];
   const database = await ctx.em.transactional(async (tx) => {
     const now = deps.clock.now();
@@ -366,7 +368,7 @@ export async function resetPassword(
   input: TDatabaseActionInput,
 ): Promise<TResetPasswordOutput> {
   const { actor, deps } = ctx;
-  const driver = databaseDriver(deps);
+  const driver = deps.modules.databases.driver;
   const password = generatePassword();
   const database = await ctx.em.transactional(async (tx) => {
     const now = deps.clock.now();

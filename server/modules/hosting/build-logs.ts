@@ -72,18 +72,7 @@ export async function readLogLines(
   return rows.map(toLine);
 }
 
-/** Per process (per set of deps): the hub of its followers. */
-const hubs = new WeakMap<AppDeps, BuildLogHub>();
-
-export function logHub(deps: AppDeps): BuildLogHub {
-  let hub = hubs.get(deps);
-  if (!hub) {
-    hub = new BuildLogHub(deps);
-    hubs.set(deps, hub);
-  }
-  return hub;
-}
-
+/** The hub of this process's followers: `deps.modules.hosting.logHub`, built by the module's `create`. */
 export class BuildLogHub {
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly origin = randomUUID();
@@ -257,7 +246,7 @@ export function followLogs(
   statusOf: DeploymentStatusReader,
   sink: EventSink,
 ): () => void {
-  const hub = logHub(deps);
+  const hub = deps.modules.hosting.logHub;
   let last = after;
   let done = false;
   const queue: Array<LogEvent | 'catch-up' | 'closing'> = ['catch-up'];

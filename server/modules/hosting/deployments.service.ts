@@ -8,7 +8,7 @@ import type { Em } from '../../db/orm.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { AppError } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import { appendLogLines, followLogs, logHub, readLogLines, type LogEvent } from './build-logs.js';
+import { appendLogLines, followLogs, readLogLines, type LogEvent } from './build-logs.js';
 import type { DeploymentStatus } from './hosting.constants.js';
 import { shortId, toDeploymentDto, toSiteDetailDto } from './hosting.dto.js';
 import { edgeRoutesChanged } from './edge.js';
@@ -236,12 +236,12 @@ export async function cancelDeployment(
     d.logSeq += lines.length;
     completeDeployment(tx, deps, site, d, 'canceled', 'Canceled by request', now);
     const event: LogEvent = { deploymentId: d.id, lines, status: 'canceled' };
-    await logHub(deps).announce(tx, event);
+    await deps.modules.hosting.logHub.announce(tx, event);
     // The step of the canceled build that is queued no longer applies; the next deployment starts in its own time.
     const wake = wasBuilding ? await startNextBuild(deps, tx, site, paceMs) : undefined;
     return { site, deployment: d, event, wake };
   });
-  logHub(deps).publish(event);
+  deps.modules.hosting.logHub.publish(event);
   wake?.();
   return { success: true, deployment: toDeploymentDto(deployment, site, deps.config.sitesDomain) };
 }

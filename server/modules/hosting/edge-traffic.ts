@@ -7,20 +7,18 @@ import type { AppDeps } from '../../kit/deps.js';
  */
 const FLUSH_MS = 2000;
 
-interface Counters {
+/** What this process's edge served and has not written yet (`deps.modules.hosting.traffic`). */
+export interface EdgeTrafficCounters {
   pending: Map<string, { requests: number; bytes: number }>;
   timer: NodeJS.Timeout | undefined;
 }
 
-const byDeps = new WeakMap<AppDeps, Counters>();
+export function newEdgeTrafficCounters(): EdgeTrafficCounters {
+  return { pending: new Map(), timer: undefined };
+}
 
-function counters(deps: AppDeps): Counters {
-  let c = byDeps.get(deps);
-  if (!c) {
-    c = { pending: new Map(), timer: undefined };
-    byDeps.set(deps, c);
-  }
-  return c;
+function counters(deps: AppDeps): EdgeTrafficCounters {
+  return deps.modules.hosting.traffic;
 }
 
 export function recordEdgeTraffic(deps: AppDeps, siteId: string, requests: number, bytes: number): void {

@@ -26,7 +26,7 @@ const ROUTE_TTL_MS = 1000;
 const MAX_ROUTES = 10_000;
 const MAX_MANIFESTS = 500;
 
-interface Route {
+export interface Route {
   siteId: string;
   deploymentId: string;
 }
@@ -35,15 +35,11 @@ interface Route {
 const FINGERPRINTED =
   /[.-][0-9a-zA-Z_]{8,}\.(?:m?js|css|woff2?|ttf|otf|eot|png|jpe?g|gif|webp|avif|svg|ico|map|wasm)$/;
 
-const routeCaches = new WeakMap<AppDeps, Map<string, { route: Route | null; expires: number }>>();
+/** Which deployment each host served lately, in this process (`deps.modules.hosting.edgeRoutes`). */
+export type EdgeRouteCache = Map<string, { route: Route | null; expires: number }>;
 
-function routeCache(deps: AppDeps) {
-  let cache = routeCaches.get(deps);
-  if (!cache) {
-    cache = new Map();
-    routeCaches.set(deps, cache);
-  }
-  return cache;
+function routeCache(deps: AppDeps): EdgeRouteCache {
+  return deps.modules.hosting.edgeRoutes;
 }
 
 /** Something changed which deployment a host serves (a rollback, a new live deployment, a deleted site). */

@@ -11,8 +11,8 @@ export const HostingEdgeTrafficSchema = defineEntity({
   properties: {
     site: () => p.manyToOne(HostingSite).primary().deleteRule('cascade'),
     minute: p.datetime(3).primary().columnType('timestamptz(3)'),
-    requests: p.bigint('number').default(0),
-    bytes: p.bigint('number').default(0),
+    requests: p.bigint('number'),
+    bytes: p.bigint('number'),
   },
 });
 

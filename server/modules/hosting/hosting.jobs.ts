@@ -1,11 +1,10 @@
-import { resolve } from 'node:path';
 import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { defineJob } from '../../kit/jobs.js';
 import type { JobInfo } from '../../jobs/queue.js';
-import { appendLogLines, logHub, type LogEvent } from './build-logs.js';
+import { appendLogLines, type LogEvent } from './build-logs.js';
 import type { DeploymentStatus } from './hosting.constants.js';
 import type { BuildOutput, BuildSpec, BuildStepResult, HostingDriver } from './hosting.driver.js';
 import { deploymentUrl, toDeploymentDto } from './hosting.dto.js';
@@ -13,9 +12,6 @@ import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.e
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import { HostingSite } from './hosting-site.entity.js';
 import { HostingUsageRecord } from './hosting-usage-record.entity.js';
-import { SimulatedHostingDriver } from './simulated-hosting.driver.js';
-import { LocalHostingDriver } from './local-hosting.driver.js';
-import { DirectoryArtifactStore, type ArtifactStore } from './artifact-store.js';
 import { advanceProcessBuild } from './process-builds.js';
 
 /**
@@ -51,53 +47,6 @@ export const hostingBuildJob = defineJob<BuildJobData>(
   (deps, data, job) => advanceBuilds(deps, data, job),
   { retryLimit: RETRY_LIMIT, retryDelaySeconds: 1, batchSize: 10, expireInSeconds: 300 },
 );
-
-const drivers = new WeakMap<AppDeps, HostingDriver>();
-const stores = new WeakMap<AppDeps, ArtifactStore>();
-
-/** Where this process keeps and reads artifacts (`ARTIFACTS_DIR`). */
-export function hostingArtifacts(deps: AppDeps): ArtifactStore {
-  let store = stores.get(deps);
-  if (!store) {
-    store = new DirectoryArtifactStore(
-      deps.config.hosting.artifactsDir,
-      deps.config.hosting.artifactMaxBytes,
-    );
-    stores.set(deps, store);
-  }
-  return store;
-}
-
-/** The builder of this process, chosen by `BUILDER` (unless a test put another). */
-export function hostingDriver(deps: AppDeps): HostingDriver {
-  let driver = drivers.get(deps);
-  if (!driver) {
-    const { config } = deps;
-    const policy = { allowPrivate: config.webhook.allowPrivateTargets };
-    driver =
-      config.hosting.builder === 'local'
-        ? new LocalHostingDriver({
-            policy,
-            sandbox: config.hosting.sandbox,
-            timeoutMs: config.hosting.buildTimeoutMs,
-            concurrency: config.hosting.buildConcurrency,
-            store: hostingArtifacts(deps),
-            hideDirs: [resolve(config.dataDir), resolve(config.hosting.artifactsDir)],
-            hideFiles: [
-              resolve('.env'),
-              ...(config.tls ? [resolve(config.tls.keyFile), resolve(config.tls.certFile)] : []),
-            ],
-          })
-        : new SimulatedHostingDriver(policy);
-    drivers.set(deps, driver);
-  }
-  return driver;
-}
-
-/** Replaces the builder of a process (tests). */
-export function useHostingDriver(deps: AppDeps, driver: HostingDriver): void {
-  drivers.set(deps, driver);
-}
 
 /** The time between two steps of a building deployment. */
 export function stepDelayMs(paceMs: number, driver: HostingDriver): number {
@@ -227,7 +176,7 @@ async function applyStep(
     | { state: 'failed'; output: BuildOutput[]; reason: string },
   paceMs: number,
 ): Promise<AfterCommit> {
-  const driver = hostingDriver(deps);
+  const driver = deps.modules.hosting.driver;
   const now = deps.clock.now();
   if (d.status === 'queued') {
     d.status = 'building';
@@ -248,7 +197,7 @@ async function applyStep(
     event.status = outcome;
     wake = await startNextBuild(deps, tx, site, paceMs);
   }
-  const hub = logHub(deps);
+  const hub = deps.modules.hosting.logHub;
   await hub.announce(tx, event);
   return () => {
     hub.publish(event);
@@ -265,7 +214,7 @@ export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: Job
   const current = building ?? (await oldestQueued(em, site.id));
   if (!current) return;
   const step = building ? current.buildStep : 0;
-  const driver = hostingDriver(deps);
+  const driver = deps.modules.hosting.driver;
   if (driver.kind === 'process') {
     await advanceProcessBuild(deps, data, site, current, driver);
     return;
@@ -317,7 +266,7 @@ export async function resumeBuilds(deps: AppDeps): Promise<number> {
       `select distinct "site_id" from "hosting_deployments" where "status" in ('queued', 'building')`,
     );
   const paceMs = deps.config.provisioningDelayMs;
-  const driver = hostingDriver(deps);
+  const driver = deps.modules.hosting.driver;
   for (const { site_id } of rows) {
     const after = await deps.db.orm.em.fork().transactional(async (tx) => {
       const site = await lockSite(tx, site_id);
@@ -336,14 +285,14 @@ export async function resumeBuilds(deps: AppDeps): Promise<number> {
         building.logSeq += lines.length;
         building.updatedAt = now;
         event = { deploymentId: building.id, lines };
-        await logHub(deps).announce(tx, event);
+        await deps.modules.hosting.logHub.announce(tx, event);
       }
       const wake = await scheduleBuildStep(deps, tx, site, {
         delayMs: building ? stepDelayMs(paceMs, driver) : paceMs,
         paceMs,
       });
       return () => {
-        if (event) logHub(deps).publish(event);
+        if (event) deps.modules.hosting.logHub.publish(event);
         wake();
       };
     });

@@ -53,7 +53,14 @@ export class LocalHostingDriver implements ProcessHostingDriver {
   readonly concurrency: number;
   private readonly buildsRoot: string;
 
-  constructor(private readonly o: LocalBuilderOptions) {
+  /** The options it was made with (a test shortens the time limit). */
+  readonly options: LocalBuilderOptions;
+  private get o(): LocalBuilderOptions {
+    return this.options;
+  }
+
+  constructor(o: LocalBuilderOptions) {
+    this.options = o;
     this.concurrency = o.concurrency;
     this.buildsRoot = resolve(o.buildsRoot ?? join(tmpdir(), 'cloud-platform-builds'));
   }

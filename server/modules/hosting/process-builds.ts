@@ -1,14 +1,13 @@
 import type { Em } from '../../db/orm.js';
 import { edgeRoutesChanged } from './edge.js';
 import type { AppDeps } from '../../kit/deps.js';
-import { appendLogLines, logHub, type LogEvent } from './build-logs.js';
+import { appendLogLines, type LogEvent } from './build-logs.js';
 import type { BuildOutput, ProcessBuildResult, ProcessHostingDriver } from './hosting.driver.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import type { HostingSite } from './hosting-site.entity.js';
 import {
   buildSpecOf,
   completeDeployment,
-  hostingArtifacts,
   lockSite,
   scheduleBuildStep,
   startNextBuild,
@@ -37,20 +36,16 @@ const BUSY_RETRY_MS = 1_000;
 
 const INTERRUPTED = 'The build was interrupted: the build service stopped during the build; deploy again';
 
-interface Running {
+export interface RunningBuild {
   controller: AbortController;
   done: Promise<void>;
 }
 
-const runningByDeps = new WeakMap<AppDeps, Map<string, Running>>();
+/** The real builds running in this process, by deployment (`deps.modules.hosting.builds`). */
+export type RunningBuilds = Map<string, RunningBuild>;
 
-function running(deps: AppDeps): Map<string, Running> {
-  let map = runningByDeps.get(deps);
-  if (!map) {
-    map = new Map();
-    runningByDeps.set(deps, map);
-  }
-  return map;
+function running(deps: AppDeps): RunningBuilds {
+  return deps.modules.hosting.builds;
 }
 
 /** Builds running in this process (tests). */
@@ -82,10 +77,10 @@ async function failBuilding(
   d.logSeq += lines.length;
   completeDeployment(tx, deps, site, d, 'failed', reason, now);
   const event: LogEvent = { deploymentId: d.id, lines, status: 'failed' };
-  await logHub(deps).announce(tx, event);
+  await deps.modules.hosting.logHub.announce(tx, event);
   const wake = await startNextBuild(deps, tx, site, paceMs);
   return () => {
-    logHub(deps).publish(event);
+    deps.modules.hosting.logHub.publish(event);
     wake();
   };
 }
@@ -193,14 +188,14 @@ function logWriter(
       d.updatedAt = now;
       if (sha) d.commit = sha;
       const event: LogEvent = { deploymentId: d.id, lines: written };
-      if (written.length > 0) await logHub(deps).announce(tx, event);
+      if (written.length > 0) await deps.modules.hosting.logHub.announce(tx, event);
       return event;
     });
     if (!result) {
       controller.abort('gone');
       return false;
     }
-    if (result.lines.length > 0) logHub(deps).publish(result);
+    if (result.lines.length > 0) deps.modules.hosting.logHub.publish(result);
     return true;
   };
   const timer = setInterval(() => {
@@ -208,7 +203,7 @@ function logWriter(
   }, FLUSH_MS);
   timer.unref();
   // A cancel in this process stops the build at once (another process's arrives at the next write).
-  const unsubscribe = logHub(deps).subscribe(deploymentId, (e) => {
+  const unsubscribe = deps.modules.hosting.logHub.subscribe(deploymentId, (e) => {
     if (e !== 'closing' && e.status && e.status !== 'building') controller.abort('gone');
   });
   const w: LogWriter = {
@@ -269,19 +264,17 @@ async function runInBackground(
         now,
       );
       const event: LogEvent = { deploymentId: d.id, lines: [], status: d.status };
-      await logHub(deps).announce(tx, event);
+      await deps.modules.hosting.logHub.announce(tx, event);
       const wake = await startNextBuild(deps, tx, s, data.pace_ms);
       return () => {
-        logHub(deps).publish(event);
+        deps.modules.hosting.logHub.publish(event);
         edgeRoutesChanged(deps);
         wake();
       };
     });
     if (!after && result.state === 'succeeded') {
       // Canceled or deleted meanwhile: its artifact is nobody's.
-      await hostingArtifacts(deps)
-        .remove(deploymentId)
-        .catch(() => undefined);
+      await deps.modules.hosting.artifacts.remove(deploymentId).catch(() => undefined);
     }
     after?.();
   } catch (err) {

@@ -9,7 +9,6 @@ import { assertWithinPlan } from '../../kit/plan-limit.js';
 import { AppError } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
-import { logHub } from './build-logs.js';
 import { resolveGitTarget } from './git-fetch.js';
 import { edgeRoutesChanged } from './edge.js';
 import { edgeTraffic24h } from './edge-traffic.js';
@@ -319,13 +318,14 @@ export async function deleteSite(ctx: ActorContext, input: TSiteIdInput): Promis
         endedAt: now,
       });
     }
-    const hub = logHub(deps);
+    const hub = deps.modules.hosting.logHub;
     for (const d of pending) await hub.announce(tx, { deploymentId: d.id, lines: [], status: 'canceled' });
     // The deployments and their logs go with it (foreign keys `on delete cascade`).
     tx.remove(s);
     return { site: s, unfinished: pending.map((d) => d.id) };
   });
-  for (const id of unfinished) logHub(deps).publish({ deploymentId: id, lines: [], status: 'canceled' });
+  for (const id of unfinished)
+    deps.modules.hosting.logHub.publish({ deploymentId: id, lines: [], status: 'canceled' });
   // No longer served, at once in this process (others within a second, edge.ts).
   edgeRoutesChanged(deps);
   return { success: true, message: 'Site deleted', id: site.id, domain: site.domain ?? null };

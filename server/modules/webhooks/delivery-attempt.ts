@@ -1,3 +1,4 @@
+import type { Config } from '../../config.js';
 import type { Em } from '../../db/orm.js';
 import { createSafeHttpClient, type SafeHttpClient } from '../../lib/safe-http.js';
 import type { AppDeps } from '../../kit/deps.js';
@@ -34,25 +35,28 @@ export interface AttemptOutcome {
 /** Response bytes read at most from a receiver; only the status matters. */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
 
-const clients = new WeakMap<AppDeps, SafeHttpClient>();
+/**
+ * The process's outbound client for webhooks (keep-alive sockets, SSRF checks at connect time):
+ * `deps.modules.webhooks.http`, made at the first attempt and closed when the delivery worker stops.
+ */
+export class WebhookHttpClient {
+  private client: SafeHttpClient | undefined;
 
-/** The process's outbound client for webhooks (keep-alive sockets, SSRF checks at connect time). */
-export function webhookHttpClient(deps: AppDeps): SafeHttpClient {
-  let client = clients.get(deps);
-  if (!client) {
-    client = createSafeHttpClient({
-      allowPrivate: deps.config.webhook.allowPrivateTargets,
-      timeoutMs: deps.config.webhook.timeoutMs,
+  constructor(private readonly config: Config['webhook']) {}
+
+  get(): SafeHttpClient {
+    this.client ??= createSafeHttpClient({
+      allowPrivate: this.config.allowPrivateTargets,
+      timeoutMs: this.config.timeoutMs,
       maxResponseBytes: MAX_RESPONSE_BYTES,
     });
-    clients.set(deps, client);
+    return this.client;
   }
-  return client;
-}
 
-export function closeWebhookHttpClient(deps: AppDeps): void {
-  clients.get(deps)?.close();
-  clients.delete(deps);
+  close(): void {
+    this.client?.close();
+    this.client = undefined;
+  }
 }
 
 /** One HTTP attempt: signs the stored bytes and posts them. Never throws; runs outside any transaction. */
@@ -71,7 +75,7 @@ export async function performAttempt(deps: AppDeps, t: AttemptTarget): Promise<A
   });
   let result;
   try {
-    result = await webhookHttpClient(deps).post(t.url, body, headers);
+    result = await deps.modules.webhooks.http.get().post(t.url, body, headers);
   } catch (err) {
     deps.log.error({ err, deliveryId: t.deliveryId }, 'webhook attempt failed unexpectedly');
     result = { kind: 'error' as const, error: 'Request failed', blocked: false, timeMs: 0 };

@@ -1,7 +1,6 @@
 import { WakeSignal } from '../../lib/wake-signal.js';
 import type { AppDeps } from '../../kit/deps.js';
 import {
-  closeWebhookHttpClient,
   performAttempt,
   recordOutcomes,
   type AttemptTarget,
@@ -129,7 +128,7 @@ export class DeliveryWorker {
     this.nudge();
     await this.loopDone;
     await Promise.all([...this.inFlightDone]);
-    closeWebhookHttpClient(this.deps);
+    this.deps.modules.webhooks.http.close();
   }
 
   nudge(): void {

@@ -1,6 +1,7 @@
+import type { Config } from '../../config.js';
 import type { AppDeps } from '../../kit/deps.js';
-import { defineModule } from '../../kit/module.js';
-import { workerOf } from '../../kit/runtime.js';
+import { defineModule, type ModuleManifest, type RunningWorker } from '../../kit/module.js';
+import { WebhookHttpClient } from './delivery-attempt.js';
 import { fanOutToWebhooks } from './delivery-fanout.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import { Migration20261121000020_webhooks } from './migrations/Migration20261121000020_webhooks.js';
@@ -11,9 +12,22 @@ import { DELIVERY_WORKER } from './webhooks.constants.js';
 import { dropExpiredSecretsJob, purgeDeliveriesJob } from './webhooks.jobs.js';
 import { webhooksRouter } from './webhooks.router.js';
 
-export const webhooksModule = defineModule({
+/** What webhooks keep per process (`deps.modules.webhooks`). */
+export interface WebhooksRuntime {
+  /** Sends the deliveries; nudged after a commit that queued some, told of secret rotations (webhooks.service.ts). */
+  readonly deliveryWorker: DeliveryWorker;
+  /** The outbound HTTP client of the attempts (delivery-attempt.ts). */
+  readonly http: WebhookHttpClient;
+}
+
+// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+export const webhooksModule: ModuleManifest<'webhooks', WebhooksRuntime> = defineModule({
   name: 'webhooks',
   router: webhooksRouter,
+  create: (deps: AppDeps, config: Config): WebhooksRuntime => ({
+    deliveryWorker: new DeliveryWorker(deps),
+    http: new WebhookHttpClient(config.webhook),
+  }),
   entities: [Webhook, WebhookDelivery],
   migrations: [
     { name: 'Migration20261121000020_webhooks', class: Migration20261121000020_webhooks },
@@ -26,8 +40,8 @@ export const webhooksModule = defineModule({
   workers: [
     {
       name: DELIVERY_WORKER,
-      async start(deps: AppDeps) {
-        const worker = new DeliveryWorker(deps);
+      async start(deps: AppDeps): Promise<RunningWorker> {
+        const worker = deps.modules.webhooks.deliveryWorker;
         worker.start();
         return worker;
       },
@@ -63,7 +77,7 @@ export const webhooksModule = defineModule({
     {
       name: 'webhooks.fan-out',
       handle: fanOutToWebhooks,
-      afterCommit: (deps) => workerOf<DeliveryWorker>(deps, DELIVERY_WORKER)?.nudge(),
+      afterCommit: (deps) => deps.modules.webhooks.deliveryWorker.nudge(),
     },
   ],
 });

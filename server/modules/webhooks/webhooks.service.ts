@@ -8,15 +8,12 @@ import { newId } from '../../lib/ids.js';
 import { findCursorPage } from '../../db/pagination.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
-import { workerOf } from '../../kit/runtime.js';
 import { performAttempt } from './delivery-attempt.js';
-import type { DeliveryWorker } from './delivery-worker.js';
 import { eventBody } from './delivery-fanout.js';
 import { WebhookDelivery } from './webhook-delivery.entity.js';
 import { newWebhookSecret } from './webhook-signing.js';
 import {
   DELIVERY_RETENTION_DAYS,
-  DELIVERY_WORKER,
   MAX_WEBHOOKS_PER_ORGANIZATION,
   RECOVERY_SPACING_MS,
 } from './webhooks.constants.js';
@@ -254,7 +251,7 @@ function assertActive(hook: Webhook, action: string): void {
 
 /** Wakes this process's delivery worker after a commit that queued deliveries (others find them by polling). */
 function nudgeWorker(deps: AppDeps): void {
-  workerOf<DeliveryWorker>(deps, DELIVERY_WORKER)?.nudge();
+  deps.modules.webhooks.deliveryWorker.nudge();
 }
 
 /**
@@ -368,12 +365,7 @@ export async function rotateSecret(ctx: ActorContext, input: TRotateSecretInput)
   hook.previousSecretExpiresAt = overlapMs > 0 ? new Date(now.getTime() + overlapMs) : null;
   hook.updatedAt = now;
   await ctx.em.flush();
-  workerOf<DeliveryWorker>(ctx.deps, DELIVERY_WORKER)?.noteRotation(
-    hook.id,
-    secret,
-    hook.previousSecret,
-    replaced,
-  );
+  ctx.deps.modules.webhooks.deliveryWorker.noteRotation(hook.id, secret, hook.previousSecret, replaced);
   if (overlapMs > 0) {
     // In the rotation's transaction: the drop is scheduled exactly when the new secret is committed.
     await ctx.deps.jobs.send(dropExpiredSecretsJob, {}, { em: ctx.em, delayMs: overlapMs + 1000 });

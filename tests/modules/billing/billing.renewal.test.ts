@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import type { AppDeps } from '../../../server/kit/deps.js';
 import type { UsageReporter } from '../../../server/kit/usage.js';
-import { useBillingDriver, type BillingDriver } from '../../../server/modules/billing/billing.driver.js';
+import type { BillingDriver } from '../../../server/modules/billing/billing.driver.js';
 import { Invoice } from '../../../server/modules/billing/invoice.entity.js';
 import { runDueBilling } from '../../../server/modules/billing/renewals.js';
 import { SimulatedBillingDriver } from '../../../server/modules/billing/simulated-billing.driver.js';
 import { login } from '../../../server/modules/auth/auth.service.js';
 import { createInProcessContext } from '../../../server/trpc/context.js';
+import { overrideModule } from '../../support/module-runtime.js';
 import { testConfig, usingPostgres } from '../../support/env.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { createOrg, signedIn } from '../../support/factories.js';
@@ -294,11 +295,11 @@ describe('billing renewals: prorations, add-ons and exactly once (fake clock)', 
         throw new Error('process died in the middle of the renewal');
       },
     };
-    useBillingDriver(s.deps, crashing);
+    const restore = overrideModule(s.deps, 'billing', { driver: crashing });
     try {
       await runDueBilling(s.deps).catch(() => undefined);
     } finally {
-      useBillingDriver(s.deps, real);
+      restore();
     }
     expect(crashes).to.be.greaterThan(0);
     const em = s.deps.db.orm.em.fork();
@@ -335,19 +336,23 @@ describe('billing renewal across a restart', function () {
 
   it('a process stopped in the middle of a renewal: the next one bills that period once, and every later one once', async () => {
     const config = testConfig({ BILLING_PERIOD: '2s', DATABASE_URL: databaseUrl });
-    const first = await startTestServer({ config, pgliteDataDir: pgliteDir });
-    const owner = await createOrg(first.deps);
-    await addCard(first.baseUrl, owner.token);
     // Every charge of this process dies mid-renewal (its transaction never commits).
     const real = new SimulatedBillingDriver();
     let attempts = 0;
-    useBillingDriver(first.deps, {
+    const killed: BillingDriver = {
       attach: (t) => real.attach(t),
       async charge() {
         attempts++;
         throw new Error('killed');
       },
+    };
+    const first = await startTestServer({
+      config,
+      pgliteDataDir: pgliteDir,
+      modules: { billing: { driver: killed } },
     });
+    const owner = await createOrg(first.deps);
+    await addCard(first.baseUrl, owner.token);
     await waitUntil(async () => attempts > 0, 10_000);
     await first.close();
 

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { bubblewrapAvailable } from '../../../server/modules/hosting/build-process.js';
+import type { LocalHostingDriver } from '../../../server/modules/hosting/local-hosting.driver.js';
 import { edgePort } from '../../../server/modules/hosting/hosting.module.js';
 import { flushEdgeTraffic } from '../../../server/modules/hosting/edge-traffic.js';
 import { createOrg } from '../../support/factories.js';
@@ -148,7 +149,7 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     expect(JSON.stringify(lines)).not.to.include('tok-secret-4242');
     expect((await logsOf(s.baseUrl, owner.token, site.id, d.id)).logs).to.deep.equal(lines);
 
-    const done = await waitForDeployment(s.baseUrl, owner.token, site.id, d.id);
+    const done = await waitForDeployment(s.baseUrl, owner.token, site.id, d.id, undefined, 90_000);
     expect(done.status).to.equal('success');
     expect(done.commit).to.equal(v2);
     expect(done.live).to.equal(true);
@@ -174,7 +175,9 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     const owner = await createOrg(s.deps);
     const site = await newSite(s.baseUrl, owner.token, { git_repo: repoUrl });
     const d = await newDeployment(s.baseUrl, owner.token, site.id);
-    expect((await waitForDeployment(s.baseUrl, owner.token, site.id, d.id)).status).to.equal('success');
+    expect(
+      (await waitForDeployment(s.baseUrl, owner.token, site.id, d.id, undefined, 90_000)).status,
+    ).to.equal('success');
     const host = new URL(site.url).host;
 
     const page = await edgeGet(port, host, '/');
@@ -221,17 +224,21 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     const site = await newSite(s.baseUrl, owner.token, { git_repo: repoUrl });
     const host = new URL(site.url).host;
     const first = await newDeployment(s.baseUrl, owner.token, site.id);
-    expect((await waitForDeployment(s.baseUrl, owner.token, site.id, first.id)).status).to.equal('success');
+    expect(
+      (await waitForDeployment(s.baseUrl, owner.token, site.id, first.id, undefined, 90_000)).status,
+    ).to.equal('success');
     expect((await edgeGet(port, host)).body.toString()).to.include('version two');
 
     const pinned = await newDeployment(s.baseUrl, owner.token, site.id, { commit: v1.slice(0, 10) });
-    const second = await waitForDeployment(s.baseUrl, owner.token, site.id, pinned.id);
+    const second = await waitForDeployment(s.baseUrl, owner.token, site.id, pinned.id, undefined, 90_000);
     expect(second.status, second.status_message).to.equal('success');
     expect(second.commit).to.equal(v1);
     expect((await edgeGet(port, host)).body.toString()).to.include('version one');
 
     const feature = await newDeployment(s.baseUrl, owner.token, site.id, { branch: 'feature' });
-    expect((await waitForDeployment(s.baseUrl, owner.token, site.id, feature.id)).status).to.equal('success');
+    expect(
+      (await waitForDeployment(s.baseUrl, owner.token, site.id, feature.id, undefined, 90_000)).status,
+    ).to.equal('success');
     expect((await edgeGet(port, host)).body.toString()).to.include('feature branch');
 
     const rollback = await http(s.baseUrl, 'POST', `/v1/hosting/sites/${site.id}/rollback`, {
@@ -241,7 +248,7 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     expect(rollback.status, rollback.text).to.equal(200);
     expect((await edgeGet(port, host)).body.toString()).to.include('version two');
     // The preview of the rolled-back-from deployment still answers.
-    const done = await waitForDeployment(s.baseUrl, owner.token, site.id, pinned.id);
+    const done = await waitForDeployment(s.baseUrl, owner.token, site.id, pinned.id, undefined, 90_000);
     expect((await edgeGet(port, new URL(done.url).host)).body.toString()).to.include('version one');
 
     expect(
@@ -264,7 +271,7 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     for (const [settings, body, reason] of cases) {
       const site = await newSite(s.baseUrl, owner.token, { git_repo: repoUrl, ...settings });
       const d = await newDeployment(s.baseUrl, owner.token, site.id, body);
-      const done = await waitForDeployment(s.baseUrl, owner.token, site.id, d.id);
+      const done = await waitForDeployment(s.baseUrl, owner.token, site.id, d.id, undefined, 90_000);
       expect(done.status, JSON.stringify(settings)).to.equal('failed');
       expect(done.status_message).to.match(reason);
       const logs = await logsOf(s.baseUrl, owner.token, site.id, d.id);
@@ -300,5 +307,64 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     expect(cancel.status, cancel.text).to.equal(200);
     expect(cancel.body.deployment.status).to.equal('canceled');
     await waitFor(async () => (running().length === 0 ? true : undefined), 5_000);
+  });
+
+  it('a build cannot read the API secrets, its environment, other sites or their artifacts; its time is limited', async () => {
+    const owner = await createOrg(s.deps);
+    // Another organization's site, built first: its artifact is in the store.
+    const other = await createOrg(s.deps);
+    const otherSite = await newSite(s.baseUrl, other.token, { git_repo: repoUrl });
+    const od = await newDeployment(s.baseUrl, other.token, otherSite.id);
+    expect(
+      (await waitForDeployment(s.baseUrl, other.token, otherSite.id, od.id, undefined, 90_000)).status,
+    ).to.equal('success');
+    const secretFile = join(dataDir, 'jwt-secret');
+    const manifest = join(artifactsDir, 'manifests', `${od.id}.json`);
+    expect(readFileSync(manifest, 'utf8')).to.include('index.html');
+    const jwtSecret = s.deps.config.jwtSecret!;
+    // Each attempt prints LEAK and the build fails when any of them succeeds.
+    const probe = [
+      `if cat ${secretFile} 2>/dev/null; then echo LEAK data-dir; exit 1; fi`,
+      `if cat ${manifest} 2>/dev/null; then echo LEAK artifacts; exit 1; fi`,
+      `if ls ${artifactsDir}/objects 2>/dev/null | grep -q .; then echo LEAK objects; exit 1; fi`,
+      `if cat /proc/${process.pid}/environ 2>/dev/null | grep -q JWT; then echo LEAK environ; exit 1; fi`,
+      `if env | grep -q -e JWT_SECRET -e DATABASE_URL -e ${jwtSecret.slice(0, 12)}; then echo LEAK env; exit 1; fi`,
+      // Only its own directory is there (a second one would be another build's).
+      `if [ $(ls /tmp/cloud-platform-builds | wc -l) -gt 1 ]; then echo LEAK other-builds; exit 1; fi`,
+      `if [ -S /run/postgresql/.s.PGSQL.5432 ]; then echo LEAK database-socket; exit 1; fi`,
+      `if touch /etc/probe 2>/dev/null || touch ${process.cwd()}/probe 2>/dev/null; then echo LEAK write; exit 1; fi`,
+      `if [ "$(id -u)" = 0 ]; then echo LEAK root; exit 1; fi`,
+      'echo probes done && npm run build',
+    ].join('; ');
+    const site = await newSite(s.baseUrl, owner.token, { git_repo: repoUrl, build_command: probe });
+    const d = await newDeployment(s.baseUrl, owner.token, site.id);
+    const done = await waitForDeployment(s.baseUrl, owner.token, site.id, d.id, undefined, 90_000);
+    const logs = (await logsOf(s.baseUrl, owner.token, site.id, d.id)).logs as { message: string }[];
+    const text = logs.map((l) => l.message).join('\n');
+    // (The command itself is in the log: only a line the probes print starts with LEAK.)
+    expect(logs.filter((l) => l.message.startsWith('LEAK')).map((l) => l.message)).to.deep.equal([]);
+    expect(done.status, text).to.equal('success');
+    expect(text).to.include('probes done');
+    expect(text).not.to.include(jwtSecret);
+    expect(text).not.to.include('data-dir-secret-value');
+  });
+
+  it('a build over BUILD_TIMEOUT is killed and fails saying so', async () => {
+    const owner = await createOrg(s.deps);
+    const driver = s.deps.modules.hosting.driver as LocalHostingDriver;
+    const original = { ...driver.options };
+    driver.options.timeoutMs = 1500;
+    try {
+      const site = await newSite(s.baseUrl, owner.token, {
+        git_repo: repoUrl,
+        build_command: 'echo slow; node -e "setTimeout(()=>{},60000)"',
+      });
+      const d = await newDeployment(s.baseUrl, owner.token, site.id);
+      const done = await waitForDeployment(s.baseUrl, owner.token, site.id, d.id, undefined, 90_000);
+      expect(done.status).to.equal('failed');
+      expect(done.status_message).to.match(/took longer than the build time limit \(BUILD_TIMEOUT, 2 s\)/);
+    } finally {
+      driver.options.timeoutMs = original.timeoutMs;
+    }
   });
 });

@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import Fastify from 'fastify';
-import { logHub } from '../../../server/modules/hosting/build-logs.js';
 import { registerRestRoutes } from '../../../server/rest.js';
 import { appRouter } from '../../../server/router.js';
 import { createHttpContext, createInProcessContext } from '../../../server/trpc/context.js';
@@ -190,7 +189,7 @@ describe('Hosting build logs as Server-Sent Events', () => {
     const owner = await createOrg(s.deps);
     const site = await newSite(s.baseUrl, owner.token);
     const d = await deploySlowly(owner.token, site.id, 1600);
-    const hub = logHub(s.deps);
+    const hub = s.deps.modules.hosting.logHub;
     const clients = await Promise.all(
       Array.from({ length: 5 }, () => openSse(s.baseUrl, logsPath(site.id, d.id), { token: owner.token })),
     );
@@ -302,7 +301,7 @@ describe('Hosting build logs as Server-Sent Events', () => {
       if (!usingPostgres) this.skip();
       // A second process on the same database that runs no jobs: every line it streams was written elsewhere.
       const other = await startTestServer({ config: testConfig(), startJobs: false });
-      const hub = logHub(other.deps);
+      const hub = other.deps.modules.hosting.logHub;
       await hub.start();
       try {
         const owner = await createOrg(s.deps);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { EventSink, StreamEvent } from '../../../server/lib/event-stream.js';
-import { appendLogLines, followLogs, logHub } from '../../../server/modules/hosting/build-logs.js';
+import { appendLogLines, followLogs } from '../../../server/modules/hosting/build-logs.js';
 import { HostingUsageRecord } from '../../../server/modules/hosting/hosting-usage-record.entity.js';
 import { domainProblem } from '../../../server/modules/hosting/hosting.schema.js';
 import {
@@ -285,16 +285,16 @@ describe('Hosting: rules and simulation', () => {
           new Date(),
         ),
       );
-      logHub(s.deps).publish({ deploymentId: d.id, lines: [extra[1]!] });
+      s.deps.modules.hosting.logHub.publish({ deploymentId: d.id, lines: [extra[1]!] });
       await until(() => logs().length === n + 2);
       // A repeat changes nothing; the final status ends the stream.
       status = 'success';
-      logHub(s.deps).publish({ deploymentId: d.id, lines: extra, status: 'success' });
+      s.deps.modules.hosting.logHub.publish({ deploymentId: d.id, lines: extra, status: 'success' });
       await until(() => closed);
       expect(logs()).to.deep.equal(Array.from({ length: n + 2 }, (_, i) => i + 1));
       expect(sent.at(-1)).to.deep.equal({ event: 'end', data: { status: 'success' } });
       release();
-      expect(logHub(s.deps).listenerCount(d.id)).to.equal(0);
+      expect(s.deps.modules.hosting.logHub.listenerCount(d.id)).to.equal(0);
     });
   });
 });

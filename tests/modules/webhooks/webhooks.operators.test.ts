@@ -3,12 +3,9 @@ import { verify as verifyGithubStyle } from '@octokit/webhooks-methods';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { recordEvent } from '../../../server/events/record-event.js';
 import { newId } from '../../../server/lib/ids.js';
-import { workerOf } from '../../../server/kit/runtime.js';
 import { MemoryMailDriver } from '../../../server/mail/mail-driver.js';
-import type { DeliveryWorker } from '../../../server/modules/webhooks/delivery-worker.js';
 import { WebhookDelivery } from '../../../server/modules/webhooks/webhook-delivery.entity.js';
 import { Webhook } from '../../../server/modules/webhooks/webhook.entity.js';
-import { DELIVERY_WORKER } from '../../../server/modules/webhooks/webhooks.constants.js';
 import { dropExpiredSecretsJob, purgeDeliveriesJob } from '../../../server/modules/webhooks/webhooks.jobs.js';
 import { testConfig } from '../../support/env.js';
 import { looseEvent } from '../../support/events.js';
@@ -486,7 +483,7 @@ describe('webhooks for operators, with a fake clock', () => {
     await rx.close();
   });
 
-  const nudge = () => workerOf<DeliveryWorker>(s.deps, DELIVERY_WORKER)?.nudge();
+  const nudge = () => s.deps.modules.webhooks.deliveryWorker.nudge();
   /** Moves the clock; access tokens live an hour, so `users` sign in again at the new time. */
   async function advance(ms: number, ...users: TestUser[]) {
     clock.advance(ms);

@@ -16,8 +16,8 @@ export class Migration20261126000061_hosting_builds extends Migration {
       create table "hosting_edge_traffic" (
         "site_id" varchar(64) not null references "hosting_sites" ("id") on update cascade on delete cascade,
         "minute" timestamptz(3) not null,
-        "requests" bigint not null default 0,
-        "bytes" bigint not null default 0,
+        "requests" bigint not null,
+        "bytes" bigint not null,
         primary key ("site_id", "minute")
       );`);
   }
