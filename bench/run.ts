@@ -76,6 +76,9 @@ function tempDir(label: string): string {
 function serverEnv(db: Db, port: number, extra: Record<string, string> = {}): Record<string, string> {
   return {
     NODE_ENV: 'production',
+    // Production needs an SMTP server; the bench sends no mail, so none listens there.
+    MAIL_URL: 'smtp://127.0.0.1:2525',
+    MAIL_FROM: 'no-reply@example.com',
     HOST: '127.0.0.1',
     PORT: String(port),
     LOG_LEVEL: 'warn',
@@ -83,6 +86,7 @@ function serverEnv(db: Db, port: number, extra: Record<string, string> = {}): Re
     TRUST_PROXY: 'true',
     // The burst limit is per token; the bench sends far more than a client would.
     RATE_LIMIT_BURST: '1000000',
+    AUTH_RATE_LIMIT: '1000000',
     BCRYPT_COST: String(BCRYPT_COST),
     DATA_DIR: db.dataDir,
     OWNER_EMAIL: OWNER.email,

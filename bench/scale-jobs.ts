@@ -37,12 +37,16 @@ export async function bench(ctx: BenchContext): Promise<void> {
   const owner = { email: 'crash-owner@example.test', password: randomBytes(12).toString('base64url') };
   const env = (port: number): Record<string, string> => ({
     NODE_ENV: 'production',
+    // Production needs an SMTP server; the bench sends no mail, so none listens there.
+    MAIL_URL: 'smtp://127.0.0.1:2525',
+    MAIL_FROM: 'no-reply@example.com',
     HOST: '127.0.0.1',
     PORT: String(port),
     LOG_LEVEL: 'error',
     JWT_SECRET: ctx.jwtSecret,
     TRUST_PROXY: 'true',
     RATE_LIMIT_BURST: '1000000',
+    AUTH_RATE_LIMIT: '1000000',
     BCRYPT_COST: '10',
     DATABASE_URL: databaseUrl,
     DATA_DIR: `/tmp/bench-scale-jobs-${process.pid}`,

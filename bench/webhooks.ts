@@ -168,6 +168,7 @@ export async function bench(ctx: BenchContext): Promise<void> {
       JWT_SECRET: randomBytes(48).toString('base64url'),
       BCRYPT_COST: '10',
       RATE_LIMIT_BURST: '1000000',
+      AUTH_RATE_LIMIT: '1000000',
       OWNER_EMAIL: owner.email,
       OWNER_PASSWORD: owner.password,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',

@@ -26,11 +26,13 @@ import {
   type ErrorCode,
 } from './lib/errors.js';
 import { newId } from './lib/ids.js';
+import { registerCors } from './cors.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { registerRestRoutes } from './rest.js';
 import { appRouter } from './router.js';
 import type { AppDeps } from './kit/deps.js';
 import { createHttpContext } from './trpc/context.js';
+import { bearerStillValid } from './trpc/procedures.js';
 import { registerTrpcRoutes } from './trpc/http.js';
 import { toAppError } from './trpc/init.js';
 
@@ -238,6 +240,22 @@ export interface BuildOptions {
   observeResponse?: ResponseObserver;
 }
 
+/**
+ * What a request log line (debug and trace levels) says of the request: Fastify's fields, with the query string
+ * replaced by `?[redacted]`. Capability tokens travel there (`hosted_invoice_url`, `pdf_url`: `?token=`), and no
+ * other query parameter is worth a log line (docs/security.md).
+ */
+export function requestLogFields(req: FastifyRequest): Record<string, unknown> {
+  const q = req.url.indexOf('?');
+  return {
+    method: req.method,
+    url: q === -1 ? req.url : `${req.url.slice(0, q)}?[redacted]`,
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
+}
+
 /** Builds the HTTP server: `/v1` (REST), `/trpc`, `/v1/openapi.json`, `/docs`, `/healthz`, `/readyz`. */
 export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const { config } = deps;
@@ -253,8 +271,9 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   };
   // Set when the server starts draining (SIGTERM): requests still arriving on open connections are answered 503.
   let draining = false;
-  // Typed as Fastify's logger interface, not pino's, so that the instance is a plain FastifyInstance.
-  const loggerInstance: FastifyBaseLogger = deps.log;
+  // Typed as Fastify's logger interface, not pino's, so that the instance is a plain FastifyInstance. Its `req`
+  // serializer takes precedence over Fastify's (a child's serializers win).
+  const loggerInstance: FastifyBaseLogger = deps.log.child({}, { serializers: { req: requestLogFields } });
   const app = Fastify({
     loggerInstance,
     // Per-request log lines only at debug/trace; errors are logged where they are converted.
@@ -303,8 +322,13 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     });
   }
 
-  app.addHook('onRequest', async (req, reply) => {
+  // The headers of every answer first, then CORS (which answers preflights at once), then the checks that refuse.
+  app.addHook('onRequest', (req, reply, done) => {
     setCommonHeaders(req, reply);
+    done();
+  });
+  await registerCors(app, config);
+  app.addHook('onRequest', async (req) => {
     if (draining) throw shuttingDown();
     // Media types are case-insensitive; the REST routes and the /trpc adapter compare them as written.
     const ct = req.headers['content-type'];
@@ -440,13 +464,20 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
       url: `/v1${route.path}`,
       handler: async (req, reply) => {
         try {
+          const gone = new AbortController();
+          // The response closing before it was written means the client went away.
+          reply.raw.once('close', () => gone.abort());
           const out = await route.handler(deps, {
             params: req.params as Record<string, string>,
             query: req.query as Record<string, string | undefined>,
+            authorization: req.headers.authorization,
+            body: req.body,
+            signal: gone.signal,
           });
           // A reply is thenable but settles only once sent: returned, not awaited (as in server/rest.ts).
           // eslint-disable-next-line @typescript-eslint/return-await
           return reply
+            .code(out.status ?? 200)
             .type(out.contentType)
             .headers(out.headers ?? {})
             .send(out.body);
@@ -480,6 +511,8 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     basePath: '/v1',
     locationBase: `${config.publicBaseUrl}/v1`,
     createContext: (req) => createHttpContext(deps, req),
+    stillAuthorized: bearerStillValid,
+    eventStreamRecheckMs: config.eventStreamRecheckMs,
     sendError(req, reply, err, ctx) {
       const appErr = toAppError(err);
       // Errors of procedures were logged by their middleware; anything else unexpected is logged here.

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { parseDuration, parseDurationList } from './lib/time.js';
+import { databaseHostsText, parseDatabaseHosts, type DatabaseHost } from './lib/database-hosts.js';
 
 const bool = (name: string) =>
   z
@@ -81,6 +83,7 @@ const ZEnv = z.object({
   TLS_CERT_FILE: z.string().trim().min(1).optional(),
   TLS_KEY_FILE: z.string().trim().min(1).optional(),
   PROVISIONING_DELAY_MS: int('PROVISIONING_DELAY_MS', 0, 3_600_000).default(2000),
+  VPN_AGENT_OFFLINE_MS: int('VPN_AGENT_OFFLINE_MS', 1000, 3_600_000).default(30_000),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: bool('WEBHOOK_ALLOW_PRIVATE_TARGETS').default(false),
   WEBHOOK_RETRY_SCHEDULE: z
     .string()
@@ -100,6 +103,9 @@ const ZEnv = z.object({
   WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', 100, 60_000).default(10_000),
   WEBHOOK_DISABLE_AFTER: duration('WEBHOOK_DISABLE_AFTER', 1000, 365 * 86_400_000).default(5 * 86_400_000),
   RATE_LIMIT_BURST: int('RATE_LIMIT_BURST', 1, 1_000_000).default(100),
+  EVENT_STREAM_RECHECK_INTERVAL: duration('EVENT_STREAM_RECHECK_INTERVAL', 50, 3_600_000).default(5_000),
+  AUTH_RATE_LIMIT: int('AUTH_RATE_LIMIT', 1, 1_000_000).default(20),
+  AUTH_RATE_LIMIT_WINDOW: duration('AUTH_RATE_LIMIT_WINDOW', 1000, 86_400_000).default(60_000),
   REDIS_URL: z
     .string()
     .trim()
@@ -121,6 +127,30 @@ const ZEnv = z.object({
     )
     .default('cloud-platform:'),
   AUDIT_LOG_ENABLED: bool('AUDIT_LOG_ENABLED').default(true),
+  MAIL_URL: z
+    .string()
+    .trim()
+    .refine((s) => {
+      try {
+        const url = new URL(s);
+        return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+      } catch {
+        return false;
+      }
+    }, 'MAIL_URL must be an smtp:// or smtps:// URL such as smtp://user:password@mail.example.com:587')
+    .optional(),
+  MAIL_FROM: z
+    .string()
+    .trim()
+    .min(3)
+    .max(320)
+    .refine(
+      (s) => /^[^<>@\s]+@[^<>@\s]+$/.test(s) || /^[^<>\r\n]*<[^<>@\s]+@[^<>@\s]+>$/.test(s),
+      'MAIL_FROM must be an address such as no-reply@example.com or Example <no-reply@example.com>',
+    )
+    .optional(),
+  PASSWORD_RESET_TTL: duration('PASSWORD_RESET_TTL', 60_000, 86_400_000).default(30 * 60_000),
+  SESSION_MAX_AGE: duration('SESSION_MAX_AGE', 3_600_000, 365 * 86_400_000).default(90 * 86_400_000),
   SITES_DOMAIN: z
     .string()
     .trim()
@@ -142,6 +172,11 @@ const ZEnv = z.object({
   EDGE_HOST: z.string().trim().min(1).optional(),
   BACKUP_INTERVAL: duration('BACKUP_INTERVAL', 100, 366 * 86_400_000).default(24 * 3_600_000),
   DATABASE_DELETION_GRACE: duration('DATABASE_DELETION_GRACE', 0, 90 * 86_400_000).default(24 * 3_600_000),
+  /** Real database servers (README, "Databases", Real servers): `<engine>@<region>=<admin URL>`, comma-separated. */
+  DATABASE_HOSTS: z.string().trim().optional(),
+  DATABASE_HOSTS_FILE: z.string().trim().optional(),
+  /** Where backups of real databases are kept; default `DATA_DIR/backups`. */
+  BACKUP_DIR: z.string().trim().min(1).optional(),
   BILLING_PERIOD: z
     .string()
     .trim()
@@ -184,6 +219,35 @@ const ZEnv = z.object({
     )
     .transform(Number),
   TAX_JURISDICTION: z.string().trim().min(1).max(100).default('US'),
+  CORS_ORIGINS: z
+    .string()
+    .trim()
+    .default('*')
+    .transform((s, ctx) => {
+      if (s === '*') return '*' as const;
+      const origins: string[] = [];
+      for (const item of s.split(',').map((x) => x.trim())) {
+        let origin: string | undefined;
+        try {
+          const url = new URL(item);
+          // An origin only: scheme, host and port (a trailing `/` is tolerated), as browsers send in `Origin`.
+          const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password;
+          if (/^https?:$/.test(url.protocol) && bare && !/^[^/]*\/\/[^/]*\/./.test(item)) origin = url.origin;
+        } catch {
+          origin = undefined;
+        }
+        if (!origin) {
+          ctx.addIssue({
+            code: 'custom',
+            message:
+              'CORS_ORIGINS must be * or comma-separated origins such as https://app.example.com,http://localhost:5173',
+          });
+          return z.NEVER;
+        }
+        if (!origins.includes(origin)) origins.push(origin);
+      }
+      return origins;
+    }),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
     .default('info'),
@@ -224,6 +288,8 @@ export interface Config {
   /** Certificate and key, read and checked as a pair at start. */
   tls: { certFile: string; keyFile: string; cert: Buffer; key: Buffer } | undefined;
   provisioningDelayMs: number;
+  /** A VPN agent server that has not reported for this long goes `offline` (docs/vpn-servers.md). */
+  vpnAgentOfflineMs: number;
   webhook: {
     allowPrivateTargets: boolean;
     retryScheduleMs: number[];
@@ -233,10 +299,23 @@ export interface Config {
   };
   rateLimitBurst: number;
   /**
+   * Requests per window from one client address to one unauthenticated endpoint (login, register, refresh, ...)
+   * before 429 RATE_LIMITED (docs/security.md).
+   */
+  authRateLimit: { points: number; windowSeconds: number };
+  /** How often an open event stream checks that its caller may still act (docs/security.md), in milliseconds. */
+  eventStreamRecheckMs: number;
+  /**
    * Redis shared by every process for the burst limits and the monthly quota counters (docs/deploying.md); undefined:
    * each process keeps its own and no Redis connection is made.
    */
   redis: { url: string; keyPrefix: string } | undefined;
+  /** SMTP server and sender of outgoing mail; undefined: the log driver (never in production). */
+  mail: { url: string; from: string } | undefined;
+  /** How long a password-reset link works (README, "Accounts and sessions"). */
+  passwordResetTtlMs: number;
+  /** Absolute lifetime of a login session from its sign-in: refreshing never extends it past this. */
+  sessionMaxAgeMs: number;
   /** False only to measure what the audit log costs (the benchmark); every change is audited otherwise. */
   auditLogEnabled: boolean;
   /** Sites are served at `https://<slug>.<sitesDomain>` (README, "Hosting"). */
@@ -254,7 +333,13 @@ export interface Config {
     edge: { port: number; host: string } | undefined;
   };
   /** Managed databases (README, "Databases"): automatic backup interval and deletion grace, in milliseconds. */
-  databases: { backupIntervalMs: number; deletionGraceMs: number };
+  databases: {
+    backupIntervalMs: number;
+    deletionGraceMs: number;
+    /** The real servers; undefined: every engine is simulated. Holds admin URLs: never log it. */
+    hosts: DatabaseHost[] | undefined;
+    backupDir: string;
+  };
   billing: {
     /** One billing period: calendar months from the subscription's anchor, or a fixed length (tests). */
     period: { months: number } | { ms: number };
@@ -265,6 +350,11 @@ export interface Config {
     taxJurisdiction: string;
   };
   logLevel: (typeof LOG_LEVELS)[number];
+  /**
+   * Origins whose pages may call `/v1` and `/trpc` (CORS, README "Browsers (CORS)"): `*` for any, else exact
+   * origins (`https://app.example.com`, lowercased as browsers send them).
+   */
+  corsOrigins: '*' | string[];
 }
 
 export class ConfigError extends Error {
@@ -277,7 +367,40 @@ export class ConfigError extends Error {
 type Env = z.infer<typeof ZEnv>;
 
 /** Values never repeated in an error message. */
-const SECRET_KEYS = new Set(['JWT_SECRET', 'TWO_FACTOR_KEY', 'OWNER_PASSWORD', 'DATABASE_URL', 'REDIS_URL']);
+const SECRET_KEYS = new Set([
+  'JWT_SECRET',
+  'TWO_FACTOR_KEY',
+  'OWNER_PASSWORD',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'MAIL_URL',
+  'DATABASE_HOSTS',
+]);
+
+/** The servers of DATABASE_HOSTS (or DATABASE_HOSTS_FILE); a problem line, without any URL, when they are wrong. */
+function loadDatabaseHosts(
+  hosts: string | undefined,
+  file: string | undefined,
+  problems: string[],
+): DatabaseHost[] | undefined {
+  const key = hosts ? 'DATABASE_HOSTS' : 'DATABASE_HOSTS_FILE';
+  let text: string | undefined;
+  try {
+    text = databaseHostsText(hosts, file);
+  } catch (err) {
+    problems.push(
+      `DATABASE_HOSTS_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+    return undefined;
+  }
+  if (text === undefined) return undefined;
+  try {
+    return parseDatabaseHosts(text);
+  } catch (err) {
+    problems.push(`${key}: ${(err as Error).message}`);
+    return undefined;
+  }
+}
 
 function problemLine(key: string, message: string, value: string | undefined): string {
   const line = message.startsWith(key) ? message : `${key}: ${message}`;
@@ -338,12 +461,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push('WEBHOOK_ALLOW_PRIVATE_TARGETS cannot be true when NODE_ENV=production');
   if (isProduction && e.BUILD_SANDBOX === 'none')
     problems.push('BUILD_SANDBOX cannot be none when NODE_ENV=production');
+  // The log driver would put every mailed link (invitations, password resets) in the log.
+  if (isProduction && !cleaned.MAIL_URL)
+    problems.push('MAIL_URL is required when NODE_ENV=production (an smtp:// or smtps:// URL)');
+  if (cleaned.MAIL_URL && !cleaned.MAIL_FROM) problems.push('MAIL_FROM is required with MAIL_URL');
   if (Boolean(cleaned.OWNER_EMAIL) !== Boolean(cleaned.OWNER_PASSWORD))
     problems.push('OWNER_EMAIL and OWNER_PASSWORD must be set together');
   if (Boolean(cleaned.TLS_CERT_FILE) !== Boolean(cleaned.TLS_KEY_FILE))
     problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   const tls =
     e.TLS_CERT_FILE && e.TLS_KEY_FILE ? loadTls(e.TLS_CERT_FILE, e.TLS_KEY_FILE, problems) : undefined;
+  const databaseHosts = loadDatabaseHosts(e.DATABASE_HOSTS, e.DATABASE_HOSTS_FILE, problems);
   if (problems.length) throw new ConfigError(problems);
   const v = e as Env;
 
@@ -373,6 +501,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: v.TRUST_PROXY,
     tls,
     provisioningDelayMs: v.PROVISIONING_DELAY_MS,
+    vpnAgentOfflineMs: v.VPN_AGENT_OFFLINE_MS,
     webhook: {
       allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       retryScheduleMs: v.WEBHOOK_RETRY_SCHEDULE ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS,
@@ -380,19 +509,32 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       disableAfterMs: v.WEBHOOK_DISABLE_AFTER,
     },
     rateLimitBurst: v.RATE_LIMIT_BURST,
+    eventStreamRecheckMs: v.EVENT_STREAM_RECHECK_INTERVAL,
+    authRateLimit: {
+      points: v.AUTH_RATE_LIMIT,
+      windowSeconds: Math.max(1, Math.round(v.AUTH_RATE_LIMIT_WINDOW / 1000)),
+    },
     redis: v.REDIS_URL ? { url: v.REDIS_URL, keyPrefix: v.REDIS_KEY_PREFIX } : undefined,
     auditLogEnabled: v.AUDIT_LOG_ENABLED,
+    mail: v.MAIL_URL && v.MAIL_FROM ? { url: v.MAIL_URL, from: v.MAIL_FROM } : undefined,
+    passwordResetTtlMs: v.PASSWORD_RESET_TTL,
+    sessionMaxAgeMs: v.SESSION_MAX_AGE,
     sitesDomain: v.SITES_DOMAIN,
     hosting: {
       builder: v.BUILDER,
       sandbox: v.BUILD_SANDBOX,
       buildTimeoutMs: v.BUILD_TIMEOUT,
       buildConcurrency: v.BUILD_CONCURRENCY,
-      artifactsDir: v.ARTIFACTS_DIR ?? `${v.DATA_DIR.replace(/\/+$/, '')}/artifacts`,
+      artifactsDir: v.ARTIFACTS_DIR ?? join(v.DATA_DIR, 'artifacts'),
       artifactMaxBytes: v.ARTIFACT_MAX_MB * 1_000_000,
       edge: v.EDGE_PORT !== undefined ? { port: v.EDGE_PORT, host: v.EDGE_HOST ?? v.HOST } : undefined,
     },
-    databases: { backupIntervalMs: v.BACKUP_INTERVAL, deletionGraceMs: v.DATABASE_DELETION_GRACE },
+    databases: {
+      backupIntervalMs: v.BACKUP_INTERVAL,
+      deletionGraceMs: v.DATABASE_DELETION_GRACE,
+      hosts: databaseHosts,
+      backupDir: v.BACKUP_DIR ?? join(v.DATA_DIR, 'backups'),
+    },
     billing: {
       period: v.BILLING_PERIOD,
       retryScheduleMs: v.BILLING_RETRY_SCHEDULE,
@@ -400,5 +542,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       taxJurisdiction: v.TAX_JURISDICTION,
     },
     logLevel: v.LOG_LEVEL,
+    corsOrigins: v.CORS_ORIGINS,
   };
 }

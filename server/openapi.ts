@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AnyEventDefinition } from './events/define-event.js';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import { modules } from './modules.js';
-import { procedureTakesInput } from './rest.js';
+import { procedureInputIsStrict, procedureTakesInput } from './rest.js';
 import { appRouter } from './router.js';
 import { takesIdempotencyKey } from './trpc/idempotency.js';
 import type { Meta } from './trpc/init.js';
@@ -36,9 +36,10 @@ keys list both security schemes.
 
 ## Idempotency
 Every authenticated \`POST\` and \`PUT /billing/subscription\` accept an \`Idempotency-Key\` header (1–255 printable
-ASCII characters). The first answer (status, \`Location\`, body) is kept 24 hours under the organization and the key;
-a repeat with the same method, path and body gets it again with \`Idempotent-Replayed: true\` and changes nothing.
-The same key with another request is 422 \`IDEMPOTENCY_KEY_REUSED\`; while the first is still running, 409
+ASCII characters). The first answer (status, \`Location\`, body) is kept 24 hours under the organization, the caller
+(the user, or the API key) and the key; a repeat by the same caller with the same method, path and body gets it again
+with \`Idempotent-Replayed: true\` and changes nothing. The same key sent by another caller is a request of its own.
+The same caller's key with another request is 422 \`IDEMPOTENCY_KEY_REUSED\`; while the first is still running, 409
 \`CONFLICT\`. Answers 400, 401, 403, 409, 429 and 5xx are not kept.
 
 ## Responses
@@ -50,6 +51,14 @@ actions answer **202**. Timestamps are ISO 8601 UTC with milliseconds, absent op
 Every error body is the envelope \`{"success": false, "error": {"code", "message", "details", "request_id"}}\`;
 \`error.code\` is stable and machine readable. \`request_id\` equals the \`X-Request-Id\` response header that every
 response carries (a valid incoming \`X-Request-Id\` is reused).
+
+## Browsers (CORS)
+Pages of the origins the server allows (\`CORS_ORIGINS\`; any origin by default) may call the API from a browser:
+preflights are answered 204 for \`Authorization\`, \`Content-Type\`, \`Idempotency-Key\`, \`X-Request-Id\` and
+\`Last-Event-ID\`, and every answer, errors and event streams included, carries \`Access-Control-Allow-Origin\` and
+exposes \`X-Request-Id\`, \`Location\`, \`RateLimit\`, \`RateLimit-Policy\`, \`Retry-After\` and
+\`Idempotent-Replayed\`. Credentials mode is never allowed: the API reads bearer tokens, never cookies. A browser
+app signs its user in and keeps the user's tokens; it never holds an API key of the organization.
 
 ## Rate limits
 Authenticated requests count against the monthly quota of the organization's plan and a short burst limit per
@@ -159,6 +168,13 @@ const HEADERS: Record<string, Json> = {
   },
   WWWAuthenticate: {
     description: '`Bearer` on token failures',
+    schema: { type: 'string' },
+  },
+  // Named as the header: the OWASP ruleset looks for this name in every `headers` map.
+  'Access-Control-Allow-Origin': {
+    description:
+      'CORS: sent to a request whose `Origin` the server allows (`CORS_ORIGINS`): `*`, or that origin when a list ' +
+      'is configured. Never with `Access-Control-Allow-Credentials`.',
     schema: { type: 'string' },
   },
 };
@@ -349,6 +365,29 @@ function queryToBody(op: Json): void {
   };
 }
 
+/**
+ * States on a body what the server enforces: a strict input refuses unknown fields (`additionalProperties: false`,
+ * which the generator leaves out of a refined object), and an action whose input is only its path parameters
+ * still reads a body when one is sent (`{}` or nothing; any field is 400), so it declares an optional empty one.
+ */
+function declareStrictBody(op: Json, strict: boolean): void {
+  if (!strict) return;
+  if (op.requestBody === undefined) {
+    op.requestBody = {
+      required: false,
+      content: {
+        'application/json': { schema: { type: 'object', properties: {}, additionalProperties: false } },
+      },
+    };
+    return;
+  }
+  const schema = ((op.requestBody as Json).content as Record<string, Json> | undefined)?.['application/json']
+    ?.schema as Json | undefined;
+  if (schema && schema.$ref === undefined && schema.additionalProperties === undefined) {
+    schema.additionalProperties = false;
+  }
+}
+
 function describeParameters(op: Json): void {
   for (const param of (op.parameters as Json[] | undefined) ?? []) {
     const schema = param.schema as Json | undefined;
@@ -425,6 +464,21 @@ function pruneUnusedComponents(doc: OpenAPIObject): void {
     if (!group) continue;
     for (const name of Object.keys(group)) if (!used.has(`${kind}/${name}`)) delete group[name];
   }
+}
+
+/** Every response of every operation may carry `Access-Control-Allow-Origin` (README, "Browsers (CORS)"). */
+function addCorsHeader(doc: OpenAPIObject): void {
+  const add = (response: Json) => {
+    if (typeof response.$ref === 'string') return;
+    response.headers = { ...(response.headers as Json | undefined), ...CORS_HEADER };
+  };
+  const CORS_HEADER = { 'Access-Control-Allow-Origin': headerRef('Access-Control-Allow-Origin') };
+  for (const item of Object.values(doc.paths ?? {}))
+    for (const op of Object.values(item as Record<string, Json>))
+      for (const response of Object.values((op.responses as Record<string, Json> | undefined) ?? {}))
+        add(response);
+  for (const response of Object.values((doc.components?.responses ?? {}) as unknown as Record<string, Json>))
+    add(response);
 }
 
 /** `user.created` → `UserCreatedEvent`: the component schema of an event's body. */
@@ -600,8 +654,9 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       required: false,
       description:
         'Makes the request safe to retry: its first answer is kept 24 hours and replayed (with ' +
-        '`Idempotent-Replayed: true`) for a repeat with the same key, method, path and body. The same key with ' +
-        'another request is 422; while the first is still running, 409.',
+        '`Idempotent-Replayed: true`) for a repeat by the same caller (user or API key) with the same key, ' +
+        'method, path and body; another caller’s use of the key is a request of its own. The same caller’s key ' +
+        'with another request is 422; while the first is still running, 409.',
       schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$' },
       example: '5f0c6b0e-8d7e-4a51-b1d4-2f1f5b9a6c3e',
     },
@@ -626,6 +681,9 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
       const { meta } = found;
       if (!meta.openapi?.operationId) op.operationId = operationIdOf(found.path);
       if (meta.deleteWithBody && method === 'delete') queryToBody(op);
+      if (BODY_METHODS.has(method) || meta.deleteWithBody) {
+        declareStrictBody(op, procedureInputIsStrict(procedures[found.path]!));
+      }
       describeParameters(op);
       const isPublic = meta.auth === 'public' || (meta.auth === undefined && meta.openapi?.protect === false);
       op.security = isPublic
@@ -711,6 +769,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
     description: TAG_DESCRIPTIONS[name] ?? `Operations on ${name.toLowerCase()}.`,
   }));
 
+  addCorsHeader(doc);
   polishSchema(doc.paths);
   polishSchema(components.schemas);
   pruneUnusedComponents(doc);

@@ -1,6 +1,6 @@
 import { callTRPCProcedure, type AnyTRPCProcedure, type AnyTRPCRouter } from '@trpc/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
-import { AppError, unsupportedMediaType } from './lib/errors.js';
+import { invalidInput, unsupportedMediaType, validation } from './lib/errors.js';
 import {
   acceptsEventStream,
   EVENT_STREAM_HEARTBEAT_MS,
@@ -60,6 +60,7 @@ interface ZodDef {
   innerType?: ZodLike;
   in?: ZodLike;
   shape?: Record<string, ZodLike>;
+  catchall?: ZodLike;
 }
 
 function defOf(schema: unknown): ZodDef | undefined {
@@ -89,6 +90,15 @@ function inputOf(proc: AnyTRPCProcedure): ZodDef | undefined {
 export function procedureTakesInput(proc: AnyTRPCProcedure): boolean {
   const input = inputOf(proc);
   return input !== undefined && !VOID_LIKE.has(input.type ?? '');
+}
+
+/**
+ * Whether the procedure's input is a strict object (`z.strictObject`): a field it does not declare is refused with
+ * 400 "Unknown field". The OpenAPI document says so of its request body (`additionalProperties: false`).
+ */
+export function procedureInputIsStrict(proc: AnyTRPCProcedure): boolean {
+  const input = inputOf(proc);
+  return input?.type === 'object' && defOf(input.catchall)?.type === 'never';
 }
 
 /** The `/v1` routes of `router`: one per procedure whose meta has `openapi`. */
@@ -145,24 +155,30 @@ function queryInput(query: unknown, arrayFields: ReadonlySet<string>): Record<st
   return out;
 }
 
+/** Neither a body nor a media type: a bodiless request (`DELETE /organization` sent without its fields). */
+function isBodiless(req: FastifyRequest): boolean {
+  const length = req.headers['content-length'];
+  return (
+    req.body === undefined &&
+    req.headers['content-type'] === undefined &&
+    req.headers['transfer-encoding'] === undefined &&
+    (length === undefined || length === '0')
+  );
+}
+
 function bodyInput(req: FastifyRequest, params: readonly string[]): Record<string, unknown> {
-  // Fastify also parses text/plain; the API speaks JSON only (a bodiless request was given `{}` as JSON already).
+  // A request without a body reads as `{}`, whatever its method, so that missing required fields are named (400),
+  // as for a bodiless POST (given `{}` as JSON already by the server's hook).
+  if (isBodiless(req)) return {};
+  // Fastify also parses text/plain; the API speaks JSON only.
   if (!req.headers['content-type']?.startsWith('application/json')) throw unsupportedMediaType();
   const body = req.body;
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new AppError('VALIDATION_ERROR', 'Invalid request: the request body must be a JSON object', {
-      details: [{ path: '', message: 'Expected a JSON object' }],
-    });
+    throw validation('', 'Expected a JSON object');
   }
   const clash = params.filter((p) => Object.hasOwn(body, p));
   if (clash.length > 0) {
-    throw new AppError(
-      'VALIDATION_ERROR',
-      `Invalid request: ${clash[0]}: Unknown field (it is part of the path)`,
-      {
-        details: clash.map((p) => ({ path: p, message: 'Unknown field (it is part of the path)' })),
-      },
-    );
+    throw invalidInput(clash.map((p) => ({ path: p, message: 'Unknown field (it is part of the path)' })));
   }
   return body as Record<string, unknown>;
 }
@@ -195,9 +211,19 @@ export interface RestOptions {
   createContext(req: FastifyRequest): Context;
   /** Milliseconds between heartbeat comments of event streams (default 15 s; tests use less). */
   eventStreamHeartbeatMs?: number;
+  /**
+   * Whether the caller of an open event stream may still act (token, session, API key, user status): asked every
+   * `eventStreamRecheckMs`; the stream ends at the first `false`. Without it, streams are not re-checked.
+   */
+  stillAuthorized?: (ctx: Context) => Promise<boolean>;
+  /** Milliseconds between those checks (EVENT_STREAM_RECHECK_INTERVAL, default 5 s). */
+  eventStreamRecheckMs?: number;
   /** Sends an error in the envelope (and logs it when unexpected); `ctx` is undefined if it could not be made. */
   sendError(req: FastifyRequest, reply: FastifyReply, err: unknown, ctx: Context | undefined): FastifyReply;
 }
+
+/** Default interval between checks of an open stream's caller (see RestOptions.stillAuthorized). */
+const EVENT_STREAM_RECHECK_MS = 5_000;
 
 /** A buffer of this many unsent bytes means the client stopped reading: its stream is ended. */
 const MAX_UNSENT_STREAM_BYTES = 1024 * 1024;
@@ -226,6 +252,7 @@ class EventStreams {
     reply: FastifyReply,
     headers: Record<string, string>,
     open: NonNullable<EventStreamRequest['open']>,
+    access?: { stillAuthorized: () => Promise<boolean>; everyMs: number },
   ): void {
     reply.hijack();
     const res = reply.raw;
@@ -243,6 +270,7 @@ class EventStreams {
 
     let closed = false;
     let release: (() => void) | undefined;
+    let recheck: NodeJS.Timeout | undefined;
     const write = (chunk: string) => {
       if (closed) return;
       res.write(chunk);
@@ -251,6 +279,7 @@ class EventStreams {
     const end = () => {
       if (closed) return;
       closed = true;
+      clearInterval(recheck);
       this.open.delete(end);
       this.writers.delete(write);
       if (this.open.size === 0 && this.heartbeat) {
@@ -277,6 +306,39 @@ class EventStreams {
       for (const w of this.writers) w(': keep-alive\n\n');
     }, this.heartbeatMs).unref();
     res.on('close', end);
+    // Access is checked again every few seconds, not only when the stream opened: a user suspended or deleted, a
+    // session logged out or revoked, an API key revoked or an access token expired ends the stream within that
+    // interval (docs/security.md). A timer rather than a subscription to revocations: every way access ends (some
+    // in other processes, or just the clock) is one query the request path already makes, without a channel of
+    // its own for each.
+    if (access) {
+      let checking = false;
+      recheck = setInterval(() => {
+        if (checking || closed) return;
+        checking = true;
+        access
+          .stillAuthorized()
+          .then(
+            (ok) => {
+              if (ok || closed) return;
+              sink.send({
+                event: 'error',
+                data: {
+                  code: 'UNAUTHORIZED',
+                  message: 'Access ended: the token, key or user is no longer valid',
+                },
+              });
+              end();
+            },
+            (err: unknown) =>
+              req.log.warn({ err }, 'could not check an event stream caller; the stream stays open'),
+          )
+          .finally(() => {
+            checking = false;
+          });
+      }, access.everyMs);
+      recheck.unref();
+    }
     try {
       release = open(sink);
     } catch (err) {
@@ -319,7 +381,22 @@ export function registerRestRoutes(app: FastifyInstance, opts: RestOptions): Res
             batchIndex: 0,
           });
           const open = ctx.eventStream?.open;
-          if (stream && open) return streams.start(req, reply, ctx.response.headers, open);
+          if (stream && open) {
+            const streamCtx = ctx;
+            const { stillAuthorized } = opts;
+            return streams.start(
+              req,
+              reply,
+              ctx.response.headers,
+              open,
+              stillAuthorized && ctx.bearer !== undefined
+                ? {
+                    stillAuthorized: () => stillAuthorized(streamCtx),
+                    everyMs: opts.eventStreamRecheckMs ?? EVENT_STREAM_RECHECK_MS,
+                  }
+                : undefined,
+            );
+          }
           if (route.location) {
             ctx.response.headers.Location = opts.locationBase + resolveLocation(route.location, data);
           }

@@ -2,6 +2,7 @@ import { hkdfSync } from 'node:crypto';
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { ApiUsage, BURST_WINDOW_SECONDS } from './access/api-usage.js';
+import { AuthEndpointLimits } from './access/auth-endpoint-limits.js';
 import { PasswordHasher } from './access/passwords.js';
 import { SharedLimits } from './access/shared-limits.js';
 import { TokenService, resolveJwtSecret } from './access/tokens.js';
@@ -20,6 +21,7 @@ import {
 import { resolveGeneratedSecret } from './lib/secret-file.js';
 import { systemClock, type Clock } from './lib/time.js';
 import { LogMailDriver, type MailDriver } from './mail/mail-driver.js';
+import { SmtpMailDriver } from './mail/smtp-mail-driver.js';
 import { bootstrapOwner } from './modules/auth/auth.service.js';
 import { modules, type ModuleRuntimes } from './modules.js';
 
@@ -30,7 +32,7 @@ export interface StartOptions {
   pgliteDataDir?: string;
   /** Start the job workers (default true). */
   startJobs?: boolean;
-  /** Outgoing mail; the log driver by default. */
+  /** Outgoing mail; by default SMTP with MAIL_URL, else the log driver. */
   mail?: MailDriver;
   /**
    * Pieces of modules' runtimes laid over what their manifests' `create` built, before anything runs (tests: a
@@ -47,14 +49,16 @@ export function createLogger(config: Config): Logger {
 }
 
 /**
- * The key that encrypts two-factor secrets (README, "Two-factor sign-in"): from TWO_FACTOR_KEY; without it, in
- * production derived from JWT_SECRET (every process has it), elsewhere generated once into DATA_DIR.
+ * The keys that encrypt data at rest (README, "Two-factor sign-in" and "Idempotency"), one per purpose, derived from
+ * TWO_FACTOR_KEY; without it, in production from JWT_SECRET (every process has it), elsewhere from a secret
+ * generated once into DATA_DIR.
  */
-function twoFactorKey(config: Config, jwtSecret: string): Buffer {
+function dataKeys(config: Config, jwtSecret: string): AppDeps['keys'] {
   const secret =
     config.twoFactorKey ??
     (config.isProduction ? jwtSecret : resolveGeneratedSecret('two-factor-key', undefined, config.dataDir));
-  return Buffer.from(hkdfSync('sha256', secret, '', 'two-factor secrets', 32));
+  const derive = (purpose: string) => Buffer.from(hkdfSync('sha256', secret, '', purpose, 32));
+  return { twoFactor: derive('two-factor secrets'), idempotency: derive('idempotency records') };
 }
 
 /**
@@ -74,7 +78,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   db.orm.em.getEventManager().registerSubscriber(auditSubscriber());
   const jwtSecret = resolveJwtSecret(config.jwtSecret, config.dataDir);
   const tokens = new TokenService(jwtSecret);
-  const keys = { twoFactor: twoFactorKey(config, jwtSecret) };
+  const keys = dataKeys(config, jwtSecret);
   const jobs = createJobQueue(db, log);
   const clock = opts.clock ?? systemClock;
   // Only with REDIS_URL: the burst limits and monthly quotas shared by several processes (docs/deploying.md).
@@ -88,7 +92,12 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
       })
     : undefined;
   const apiUsage = new ApiUsage(db, clock, log, config.rateLimitBurst, shared);
-  const mail = opts.mail ?? new LogMailDriver(log);
+  const authLimits = new AuthEndpointLimits(
+    config.authRateLimit.points,
+    config.authRateLimit.windowSeconds,
+    shared,
+  );
+  const mail = opts.mail ?? (config.mail ? new SmtpMailDriver(config.mail) : new LogMailDriver(log));
   const passwords = new PasswordHasher({ cost: config.bcryptCost });
   const deps: AppDeps = {
     config,
@@ -98,6 +107,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     clock,
     log,
     apiUsage,
+    authLimits,
     mail,
     passwords,
     registry,
@@ -107,6 +117,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     runtime: new ProcessRuntime(),
   };
   await createModuleRuntimes(deps, opts.modules);
+  await encryptClearSecrets(deps);
   defineModuleJobs(deps);
   if (opts.startJobs !== false) {
     await jobs.start();
@@ -115,6 +126,18 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   await bootstrapOwner(deps);
   apiUsage.start();
   return deps;
+}
+
+/**
+ * Secrets stored before their column was encrypted (docs/security.md, "Encryption at rest") are encrypted at start,
+ * before any worker runs; until then (and for a row written by an older process meanwhile) they are read as clear.
+ */
+async function encryptClearSecrets(deps: AppDeps): Promise<void> {
+  for (const m of modules) {
+    if (!m.encryptAtRest) continue;
+    const n = await m.encryptAtRest(deps);
+    if (n > 0) deps.log.info({ module: m.name, rows: n }, 'encrypted secrets stored in clear');
+  }
 }
 
 /**
@@ -153,5 +176,6 @@ async function stopInOrder(deps: AppDeps): Promise<void> {
   await step('job queue', 15_000, () => deps.jobs.stop(10_000));
   await step('database', 10_000, () => deps.db.close());
   await step('password hashing', 5_000, () => deps.passwords.close());
+  await step('mail', 5_000, async () => deps.mail.close?.());
   if (problems.length > 0) throw new Error(`Shutdown incomplete: ${problems.join('; ')}`);
 }

@@ -82,21 +82,7 @@ app.get<{ Querystring: { page?: string; limit?: string } }>('/v1/databases', asy
     success: true,
     databases: rows.map((r) => {
       const serving = r.status === 'running' || r.status === 'resizing';
-      const m = serving
-        ? simulation.metrics(
-            {
-              id: r.id,
-              name: r.name,
-              engine: r.engine,
-              version: r.version,
-              size: r.size,
-              region: r.region,
-              host: r.host,
-              multiAz: r.multi_az,
-            },
-            now,
-          )
-        : null;
+      const m = serving ? simulation.metricsAt({ id: r.id, size: r.size }, now) : null;
       const url = ENGINE_URLS[r.engine];
       return {
         id: r.id,

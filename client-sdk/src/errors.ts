@@ -13,6 +13,7 @@ export const API_ERROR_STATUS = {
   HTTPS_REQUIRED: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
+  UNSUPPORTED_PLACEMENT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   IDEMPOTENCY_KEY_REUSED: 422,
@@ -82,7 +83,7 @@ export class PaymentFailedError extends PlatformApiError {}
 export class PermissionError extends PlatformApiError {}
 /** 404 `NOT_FOUND`: unknown id, or a resource that is not yours. */
 export class NotFoundError extends PlatformApiError {}
-/** 409 `CONFLICT`: duplicate, invalid state, idempotency key in flight. */
+/** 409 `CONFLICT`: duplicate, invalid state, idempotency key in flight; `UNSUPPORTED_PLACEMENT`: no database server. */
 export class ConflictError extends PlatformApiError {}
 /** 413 `PAYLOAD_TOO_LARGE`. */
 export class PayloadTooLargeError extends PlatformApiError {}

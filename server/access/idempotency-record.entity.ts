@@ -4,9 +4,11 @@ import { Organization } from './organization.entity.js';
 
 /**
  * The first answer to a request sent with an `Idempotency-Key` (README, "Idempotency"), kept 24 hours under the
- * organization and the key, and written in the transaction of the change it answers (server/trpc/idempotency.ts).
- * `fingerprint` identifies the request (procedure and input); `body` is the JSON answered, kept as text so that a
- * replay is byte for byte the first answer.
+ * organization, the caller (`caller_id`: the user, or the API key `key_…`, that sent it) and the key, and written in
+ * the transaction of the change it answers (server/trpc/idempotency.ts). Only that caller gets it again.
+ * `fingerprint` identifies the request (procedure and input); `body` is the JSON answered, encrypted (AES-256-GCM,
+ * `encryptSecret` of lib/crypto.ts) since answers may show a secret once, so that a replay is byte for byte the first
+ * answer.
  */
 export const IdempotencyRecordSchema = defineEntity({
   name: 'IdempotencyRecord',
@@ -14,6 +16,7 @@ export const IdempotencyRecordSchema = defineEntity({
   indexes: [{ name: 'idempotency_records_expires_at_index', properties: ['expiresAt'] }],
   properties: {
     organization: () => p.manyToOne(Organization).primary().deleteRule('cascade'),
+    callerId: p.string().length(64).primary(),
     key: p.string().length(255).primary(),
     procedure: p.string().length(128),
     fingerprint: p.string().length(64),

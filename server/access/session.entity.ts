@@ -4,7 +4,9 @@ import { User } from './user.entity.js';
 
 /**
  * One login: every access token carries its id (`sid`), every refresh token belongs to it. Revoking it (logout,
- * refresh-token reuse, user deleted or suspended) makes all of its tokens fail on the next call.
+ * refresh-token reuse, user deleted or suspended, password changed or reset, two-factor enabled, revoked from the
+ * list of sessions) makes all of its tokens fail on the next call. `expiresAt` slides with each refresh, never past
+ * `createdAt` + `SESSION_MAX_AGE`.
  */
 export const LoginSessionSchema = defineEntity({
   name: 'LoginSession',
@@ -16,6 +18,8 @@ export const LoginSessionSchema = defineEntity({
     revokedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
     ip: p.string().length(64).nullable(),
     userAgent: p.string().length(512).nullable(),
+    /** When tokens were last issued to it (sign-in or refresh). */
+    lastUsedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
   },
 });
 export class LoginSession extends LoginSessionSchema.class {}

@@ -186,6 +186,23 @@ export class SharedLimits {
     return limits;
   }
 
+  /**
+   * Another fixed-window limiter in the same Redis (the per-address limits of the unauthenticated endpoints,
+   * server/access/auth-endpoint-limits.ts), with the memory store as its insurance while Redis cannot be reached.
+   */
+  limiter(name: string, points: number, durationSeconds: number): RateLimiterRedis {
+    return new RateLimiterRedis({
+      storeClient: this.client,
+      keyPrefix: `${this.opts.keyPrefix}${name}`,
+      points,
+      duration: durationSeconds,
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: new FallbackMemoryLimiter({ points, duration: durationSeconds }, () =>
+        this.setReachable(false, `a ${name} limit command failed`),
+      ),
+    });
+  }
+
   get state(): SharedLimitsState {
     return this.reachable === true && this.client.status === 'ready' ? 'connected' : 'unreachable';
   }

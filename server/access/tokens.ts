@@ -55,7 +55,10 @@ export class TokenService {
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
-  /** Throws AppError UNAUTHORIZED or TOKEN_EXPIRED. `now` is the clock expiry is checked against. */
+  /**
+   * Throws AppError UNAUTHORIZED or TOKEN_EXPIRED. `now` is the clock expiry is checked against. Every claim the
+   * server signs is required, `exp` and `iat` included.
+   */
   verify(token: string, now: Date = new Date()): AccessClaims {
     try {
       const payload = jwt.verify(token, this.key, {
@@ -69,7 +72,10 @@ export class TokenService {
         typeof payload.sub !== 'string' ||
         typeof payload.org !== 'string' ||
         typeof payload.sid !== 'string' ||
-        typeof payload.jti !== 'string'
+        typeof payload.jti !== 'string' ||
+        // jsonwebtoken checks `exp` only when present: a token without one would never lapse.
+        typeof payload.exp !== 'number' ||
+        typeof payload.iat !== 'number'
       ) {
         throw new AppError('UNAUTHORIZED', 'Invalid access token');
       }

@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MikroORM, UnderscoreNamingStrategy, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
@@ -6,6 +5,7 @@ import type { EntityManager, AbstractSqlDriver } from '@mikro-orm/sql';
 import type { PGlite } from '@electric-sql/pglite';
 import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
+import { ensurePrivateDir } from '../lib/secret-file.js';
 
 export type Em = EntityManager<AbstractSqlDriver>;
 
@@ -116,7 +116,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   let pglite: PGlite | undefined;
   if (!opts.databaseUrl) {
     const dir = opts.pgliteDataDir;
-    if (!dir.startsWith('memory://')) mkdirSync(resolve(dir), { recursive: true });
+    // 0700, DATA_DIR included when it is created here (docs/security.md).
+    if (!dir.startsWith('memory://')) ensurePrivateDir(dir);
     const { PGlite } = await import('@electric-sql/pglite');
     pglite = await PGlite.create(dir.startsWith('memory://') ? undefined : resolve(dir));
   }

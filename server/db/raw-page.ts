@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CompiledQuery, type Transaction } from 'kysely';
-import { AppError } from '../lib/errors.js';
+import { validation, type AppError } from '../lib/errors.js';
 import type { PageRequest } from '../lib/pagination.js';
 import { countSql, type ListCountSpec } from './list-counts.js';
 import type { Database, Em } from './orm.js';
@@ -40,9 +40,7 @@ export const fromEpochMs = (v: number | string | null): Date | null =>
 
 /** The error of a `starting_after` that is not an item of the list (as the cursor lists answer: db/pagination.ts). */
 export function unknownCursor(): AppError {
-  return new AppError('VALIDATION_ERROR', 'starting_after is not an item of this list', {
-    details: [{ path: 'starting_after', message: 'Unknown id' }],
-  });
+  return validation('starting_after', 'Unknown id');
 }
 
 const statementNames = new Map<string, string>();

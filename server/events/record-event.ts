@@ -64,6 +64,28 @@ export function recordEventForAllOrganizations<T>(
   });
 }
 
+/**
+ * A catalogue event (`vpn.server.created` / `.deleted`) that concerns one organization only: a server its owner
+ * registered serves that organization alone, so no other organization hears of it.
+ */
+export function recordPlatformEventFor<T>(
+  em: Em,
+  event: EventDefinition<T>,
+  object: NoInfer<T>,
+  organizationId: string,
+  now: Date,
+): Event {
+  if (event.scope !== 'platform') throw new Error(`event ${event.type} is not a catalogue event`);
+  return em.create(Event, {
+    id: newId('evt'),
+    organizationId,
+    type: event.type,
+    data: { object: checkedPayload(event, object) },
+    createdAt: now,
+    dispatchedAt: null,
+  });
+}
+
 /** Deletes events relayed more than `keepDays` ago: the outbox is a hand-off, not an archive. */
 export async function pruneDispatchedEvents(em: Em, now: Date, keepDays = 7): Promise<number> {
   return em.nativeDelete(Event, { dispatchedAt: { $lt: new Date(now.getTime() - keepDays * 86_400_000) } });

@@ -10,6 +10,7 @@ import { Migration20261121000006_plan_status } from '../db/migrations/Migration2
 import { Migration20261124000001_audit_logs } from '../db/migrations/Migration20261124000001_audit_logs.js';
 import { Migration20261124000021_idempotency } from '../db/migrations/Migration20261124000021_idempotency.js';
 import { Migration20261124000030_list_counts } from '../db/migrations/Migration20261124000030_list_counts.js';
+import { Migration20261126000110_idempotency_caller } from '../db/migrations/Migration20261126000110_idempotency_caller.js';
 import { AuditLog } from '../events/audit-log.entity.js';
 import { IdempotencyRecord, purgeIdempotencyRecords } from '../access/idempotency-record.entity.js';
 import { Event } from '../events/event.entity.js';
@@ -68,6 +69,10 @@ export const coreModule = defineModule({
     { name: 'Migration20261124000001_audit_logs', class: Migration20261124000001_audit_logs },
     { name: 'Migration20261124000021_idempotency', class: Migration20261124000021_idempotency },
     { name: 'Migration20261124000030_list_counts', class: Migration20261124000030_list_counts },
+    {
+      name: 'Migration20261126000110_idempotency_caller',
+      class: Migration20261126000110_idempotency_caller,
+    },
   ],
   jobs: [pruneDispatchedEventsJob, purgeIdempotencyRecordsJob],
   workers: [

@@ -1,6 +1,7 @@
 import type { Logger as PinoLogger } from 'pino';
 import type { Actor } from '../access/actor.js';
 import type { ApiUsage } from '../access/api-usage.js';
+import type { AuthEndpointLimits } from '../access/auth-endpoint-limits.js';
 import type { PasswordHasher } from '../access/passwords.js';
 import type { TokenService } from '../access/tokens.js';
 import type { Config } from '../config.js';
@@ -26,14 +27,19 @@ export interface AppDeps {
   log: Logger;
   /** API call counters, monthly quota and burst limit (README, "Rate limits and quotas"). */
   apiUsage: ApiUsage;
-  /** Outgoing mail (invitations). The default driver writes messages to the log. */
+  /** Per-address limits of the unauthenticated endpoints (docs/security.md). */
+  authLimits: AuthEndpointLimits;
+  /** Outgoing mail (invitations, password resets): SMTP with MAIL_URL, else the log driver. */
   mail: MailDriver;
   /** bcrypt at `BCRYPT_COST`, on worker threads. */
   passwords: PasswordHasher;
   /** What the modules declared in their manifests: owned resources, plan-feature counters, events. */
   registry: ModuleRegistry;
-  /** Keys for data encrypted at rest (32 bytes each). */
-  keys: { twoFactor: Buffer };
+  /**
+   * Keys for data encrypted at rest (32 bytes each): two-factor secrets, and the answers kept for idempotent
+   * replays (which may show a secret once).
+   */
+  keys: { twoFactor: Buffer; idempotency: Buffer };
   /**
    * What each module built for this process with its manifest's `create` (drivers, hubs, workers), by module name:
    * `deps.modules.hosting.driver`. Filled at start, before jobs and workers run (server/services.ts).

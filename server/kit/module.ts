@@ -89,18 +89,33 @@ export interface OrganizationRows {
 }
 
 /**
- * A route under `/v1` that answers something other than JSON (an HTML page, a PDF) and needs no bearer token: the
- * handler checks whatever the URL carries (a signed token). Registered by server/app.ts; errors thrown as AppError
+ * A route under `/v1` that is not a procedure: something other than JSON (an HTML page, a PDF) that needs no bearer
+ * token (the handler checks whatever the URL carries, a signed token), or a protocol with a token of its own (the
+ * VPN agent's, docs/vpn-servers.md). Registered by server/app.ts; errors thrown as AppError
  * are answered in the usual envelope. Not a procedure, so not served on `/trpc` nor listed in the OpenAPI document.
  */
 export interface ModuleHttpRoute {
-  method: 'GET';
+  method: 'GET' | 'POST';
   /** Under `/v1`, with `:param` segments (`/billing/invoices/:id/pdf`). */
   path: string;
   handler(
     deps: AppDeps,
-    request: { params: Record<string, string>; query: Record<string, string | undefined> },
-  ): Promise<{ contentType: string; body: string | Buffer; headers?: Record<string, string> }>;
+    request: {
+      params: Record<string, string>;
+      query: Record<string, string | undefined>;
+      /** The `Authorization` header, for routes that check a token of their own (the VPN agent's). */
+      authorization: string | undefined;
+      /** The parsed JSON body of a POST (`{}` when empty). */
+      body: unknown;
+      /** Aborts when the client goes away (a long poll stops waiting). */
+      signal: AbortSignal;
+    },
+  ): Promise<{
+    contentType: string;
+    body: string | Buffer;
+    headers?: Record<string, string>;
+    status?: number;
+  }>;
 }
 
 /**
@@ -148,6 +163,12 @@ export interface ModuleManifest<Name extends string = string, Runtime = unknown>
   organizationRows?: OrganizationRows;
   /** Public non-JSON routes (see ModuleHttpRoute). */
   httpRoutes?: readonly ModuleHttpRoute[];
+  /**
+   * Run at every start, after the migrations: encrypts the module's secrets still stored in clear (rows written
+   * before their column was encrypted; docs/security.md). Returns how many rows it encrypted; must be cheap when
+   * none are left.
+   */
+  encryptAtRest?: (deps: AppDeps) => Promise<number>;
 }
 
 export function defineModule<const M extends ModuleManifest>(manifest: M): M {

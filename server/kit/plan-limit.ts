@@ -1,7 +1,7 @@
 import { LockMode } from '@mikro-orm/core';
 import { Organization } from '../access/organization.entity.js';
 import type { Em } from '../db/orm.js';
-import { AppError } from '../lib/errors.js';
+import { planLimitExceeded } from '../lib/errors.js';
 import { planLimit, type CountedPlanFeature } from '../lib/plans.js';
 import type { AppDeps } from './deps.js';
 
@@ -35,6 +35,6 @@ export async function assertWithinPlan(
       org.planStatus === 'canceled'
         ? `The subscription is canceled: no new ${LABELS[feature]} until a plan is chosen again`
         : `Your plan allows ${limit} ${LABELS[feature]}; delete one or upgrade the plan`;
-    throw new AppError('PLAN_LIMIT_EXCEEDED', message, { details: [{ resource: feature, limit, current }] });
+    throw planLimitExceeded(message, { resource: feature, limit, current });
   }
 }

@@ -24,6 +24,17 @@ export function encryptSecret(key: Buffer, plaintext: string): string {
     .join('.');
 }
 
+/** What encryptSecret produces: a 96-bit nonce and a 128-bit tag, base64url. */
+const ENCRYPTED = /^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]*$/;
+
+/**
+ * Whether a stored value is what encryptSecret produced. Values written before their column was encrypted are still
+ * in clear until rewritten (docs/security.md, "Encryption at rest"); callers read those as they are.
+ */
+export function isEncryptedSecret(stored: string): boolean {
+  return ENCRYPTED.test(stored);
+}
+
 /** Decrypts what encryptSecret produced with the same key; throws if it was altered or the key differs. */
 export function decryptSecret(key: Buffer, stored: string): string {
   const [version, iv, tag, body] = stored.split('.');

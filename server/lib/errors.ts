@@ -11,6 +11,7 @@ export const ERROR_STATUS = {
   HTTPS_REQUIRED: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
+  UNSUPPORTED_PLACEMENT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   IDEMPOTENCY_KEY_REUSED: 422,
@@ -66,13 +67,46 @@ export class AppError extends Error {
   }
 }
 
+// The shared constructors: the one way code throws an error (docs/adding-a-module.md, "Errors"). A module never
+// calls `new AppError(...)` itself (tests/kit/errors.test.ts).
+
 export const notFound = (what = 'Resource') => new AppError('NOT_FOUND', `${what} not found`);
-export const forbidden = (message = 'You do not have permission to perform this action') =>
-  new AppError('FORBIDDEN', message);
+export const forbidden = (
+  message = 'You do not have permission to perform this action',
+  details?: ErrorDetail[],
+) => new AppError('FORBIDDEN', message, details ? { details } : {});
 export const conflict = (message: string, details?: ErrorDetail[]) =>
   new AppError('CONFLICT', message, { details });
-export const validation = (path: string, message: string) =>
-  new AppError('VALIDATION_ERROR', message, { details: [{ path, message }] });
+export const unauthorized = (message = 'Authentication required') => new AppError('UNAUTHORIZED', message);
+/** 401 for a secret the caller gave (password, code, token) that does not match. */
+export const invalidCredentials = (message: string) => new AppError('INVALID_CREDENTIALS', message);
+export const paymentFailed = (message: string) => new AppError('PAYMENT_FAILED', message);
+/** 429 while the login throttle of an email and address is locked (README, "Authentication"). */
+export const tooManyLoginAttempts = (retryAfter: number) =>
+  new AppError('TOO_MANY_LOGIN_ATTEMPTS', 'Too many failed login attempts; try again later', { retryAfter });
+/** 402: creating one more `resource` would exceed the plan's `limit`. */
+export const planLimitExceeded = (
+  message: string,
+  detail: { resource: string; limit: number; current: number },
+) => new AppError('PLAN_LIMIT_EXCEEDED', message, { details: [detail] });
+
+/** The one wording of a 400 `VALIDATION_ERROR`: `Invalid request: <path>: <message>` of its first detail. */
+export function validationMessage(path: string, message: string): string {
+  return `Invalid request: ${path ? `${path}: ` : ''}${message}`;
+}
+/** 400 for input: one or more `{path, message}` details, the first worded as the error's message. */
+export function invalidInput(details: { path: string; message: string }[]): AppError {
+  const first = details[0];
+  return new AppError(
+    'VALIDATION_ERROR',
+    first ? validationMessage(first.path, first.message) : 'Invalid request',
+    {
+      details,
+    },
+  );
+}
+/** 400 for input the schema cannot judge alone (a rule across fields, a reference to another row). */
+export const validation = (path: string, message: string) => invalidInput([{ path, message }]);
 /** A body that is not JSON, or not parseable as JSON (README "Errors"); one wording wherever it is detected. */
 export const unsupportedMediaType = (
   message = 'Request bodies must be sent as Content-Type: application/json',

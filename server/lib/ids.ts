@@ -21,6 +21,7 @@ export type IdPrefix =
   | 'tfa'
   | 'rcv'
   | 'chl'
+  | 'pwr'
   | 'aud'
   | 'key';
 
@@ -72,6 +73,7 @@ const ID_TYPES: Partial<Record<IdPrefix, string>> = {
   wh: 'webhook',
   del: 'webhook_delivery',
   key: 'api_key',
+  ses: 'login_session',
 };
 
 /** The resource type an id names (`vpn_…` → `vpn_connection`), or undefined for an id of no known resource. */

@@ -1,4 +1,4 @@
-import { AppError, type ErrorDetail } from './errors.js';
+import { invalidInput, type AppError, type ErrorDetail } from './errors.js';
 
 /** Input (a JSON body, `/trpc` input, query and path values) nested deeper than this is refused with 400. */
 export const MAX_INPUT_DEPTH = 32;
@@ -84,10 +84,5 @@ function visit(value: unknown, key: string, path: string[], depth: number, detai
 }
 
 function invalid(details: ErrorDetail[]): AppError {
-  const first = details[0] as { path: string; message: string };
-  return new AppError(
-    'VALIDATION_ERROR',
-    `Invalid request: ${first.path ? `${first.path}: ` : ''}${first.message}`,
-    { details },
-  );
+  return invalidInput(details as { path: string; message: string }[]);
 }

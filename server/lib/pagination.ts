@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from './errors.js';
+import { validation } from './errors.js';
 
 /** Paging parameters (README, "Calling the API"). */
 export const DEFAULT_PAGE_LIMIT = 20;
@@ -57,9 +57,7 @@ export interface PageRequest {
 /** The page request of a page list's query (`page` and `starting_after` together → 400). */
 export function pageRequest(q: TPageQuery): PageRequest {
   if (q.page !== undefined && q.starting_after !== undefined) {
-    throw new AppError('VALIDATION_ERROR', 'page and starting_after cannot be used together', {
-      details: [{ path: 'page', message: 'Not with starting_after' }],
-    });
+    throw validation('page', 'page and starting_after cannot be used together');
   }
   return { page: q.page ?? 1, limit: q.limit, startingAfter: q.starting_after };
 }

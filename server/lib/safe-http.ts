@@ -7,10 +7,11 @@ import ipaddr from 'ipaddr.js';
 /**
  * Outbound HTTP to addresses chosen by customers (webhook endpoints), safe against server-side request forgery.
  *
- * - Addresses are classified with ipaddr.js: only globally routable unicast is allowed. Loopback, RFC 1918 private,
- *   link-local, CGNAT, multicast, broadcast, unspecified, reserved and documentation ranges, IPv6 unique-local,
- *   NAT64/6to4/Teredo (which embed IPv4 addresses) and known cloud metadata addresses are refused.
- *   IPv4-mapped IPv6 addresses are judged as the IPv4 address they carry.
+ * - Addresses are classified with ipaddr.js: only global unicast is allowed (IPv6: `2000::/3` outside every special
+ *   range). Loopback, RFC 1918 private, link-local, CGNAT, multicast, broadcast, unspecified, reserved and
+ *   documentation ranges, IPv6 site-local and unique-local, IPv4-compatible (`::/96`), 6to4, Teredo and known cloud
+ *   metadata addresses are refused. IPv4-mapped IPv6 and the NAT64 prefix `64:ff9b::/96` are judged as the IPv4
+ *   address they carry.
  * - Decimal, hex and octal IPv4 forms (`2130706433`, `0x7f.1`, `0177.0.0.1`) are normalised by the WHATWG URL
  *   parser before any check, so they are judged as the dotted address they mean.
  * - The check runs again when connecting: the socket's `lookup` resolves the name, refuses the connection if any
@@ -44,24 +45,70 @@ export interface AddressPolicy {
   allowPrivate: boolean;
 }
 
-/** Why an address is refused, or undefined when it may be used. */
-export function blockedAddressReason(address: string, policy: AddressPolicy): string | undefined {
-  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+/** Global unicast IPv6 (RFC 4291 §2.4): everything outside it is refused, whatever ipaddr.js names it. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+/**
+ * The well-known NAT64 prefix (RFC 6052): a DNS64 resolver on an IPv6-only network answers it for IPv4-only names,
+ * so it is judged as the IPv4 address in its last 32 bits. The local-use prefix `64:ff9b:1::/48` is refused.
+ */
+const NAT64_V6 = ipaddr.parseCIDR('64:ff9b::/96');
+
+/**
+ * Parses an address as written anywhere (a URL's host, a resolver's answer). IPv6 text goes through the WHATWG URL
+ * parser first: ipaddr.js reads `::a.b.c.d` (IPv4-compatible, `::/96`) as if it were `::ffff:a.b.c.d`.
+ */
+function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  let text = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+  if (text.includes(':')) {
+    try {
+      text = new URL(`http://[${text}]/`).hostname.replace(/^\[|\]$/g, '');
+    } catch {
+      return undefined;
+    }
+  }
   try {
-    // process() turns IPv4-mapped IPv6 (`::ffff:127.0.0.1`) into the IPv4 address it carries.
-    parsed = ipaddr.process(address.replace(/^\[|\]$/g, '').replace(/%.*$/, ''));
+    return ipaddr.parse(text);
   } catch {
-    return 'not an IP address';
+    return undefined;
   }
-  const normalized = parsed.toNormalizedString();
-  const canonical = parsed.kind() === 'ipv6' ? (parsed as ipaddr.IPv6).toString() : normalized;
-  if (METADATA_ADDRESSES.has(canonical) || METADATA_ADDRESSES.has(normalized)) {
-    return 'cloud metadata address';
-  }
-  const range = parsed.range();
+}
+
+/** IPv4 of the last 32 bits of an IPv6 address. */
+function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 {
+  const [hi, lo] = [v6.parts[6]!, v6.parts[7]!];
+  return new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+}
+
+function reasonOfIPv4(v4: ipaddr.IPv4, policy: AddressPolicy): string | undefined {
+  if (METADATA_ADDRESSES.has(v4.toString())) return 'cloud metadata address';
+  const range = v4.range();
   if (range === 'unicast') return undefined;
   if (policy.allowPrivate && PRIVATE_RANGES.has(range)) return undefined;
   return `${range} address`;
+}
+
+/**
+ * Why an address is refused, or undefined when it may be used: only global unicast is allowed (IPv4 `unicast`;
+ * IPv6 in `2000::/3` that ipaddr.js names `unicast`), plus loopback and private ranges with `allowPrivate`.
+ * IPv4-mapped addresses and the NAT64 prefix are judged as the IPv4 address they carry; IPv4-compatible (`::/96`),
+ * 6to4, Teredo, site-local, unique-local, documentation and every other special range are refused.
+ */
+export function blockedAddressReason(address: string, policy: AddressPolicy): string | undefined {
+  const parsed = parseAddress(address);
+  if (!parsed) return 'not an IP address';
+  if (parsed.kind() === 'ipv4') return reasonOfIPv4(parsed as ipaddr.IPv4, policy);
+  const v6 = parsed as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return reasonOfIPv4(v6.toIPv4Address(), policy);
+  if (v6.match(NAT64_V6)) {
+    const reason = reasonOfIPv4(embeddedIPv4(v6), policy);
+    return reason && `NAT64 ${reason}`;
+  }
+  if (METADATA_ADDRESSES.has(v6.toString())) return 'cloud metadata address';
+  const range = v6.range();
+  if (range === 'unicast' && v6.match(GLOBAL_UNICAST_V6)) return undefined;
+  if (policy.allowPrivate && PRIVATE_RANGES.has(range)) return undefined;
+  if (range !== 'unicast') return `${range} address`;
+  return v6.match(ipaddr.parseCIDR('::/96')) ? 'IPv4-compatible address' : 'non-global address';
 }
 
 export class BlockedAddressError extends Error {

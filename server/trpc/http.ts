@@ -378,7 +378,9 @@ export async function registerTrpcRoutes(
     contentType = 'application/json',
   ): void {
     let status = getHTTPStatusCode(untransformed, errors);
-    void reply.header('vary', 'trpc-accept, accept');
+    // Added to what an earlier step set (`Origin`, by CORS), not in its place.
+    const vary = reply.getHeader('vary');
+    void reply.header('vary', vary ? `${String(vary)}, trpc-accept, accept` : 'trpc-accept, accept');
     if (allow) void reply.header('allow', allow);
     void reply.header('content-type', contentType);
     const meta = opts.responseMeta?.({ ctx });

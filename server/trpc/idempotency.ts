@@ -2,12 +2,19 @@ import { createHash } from 'node:crypto';
 import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import type { Actor } from '../access/actor.js';
 import type { Em } from '../db/orm.js';
+import { decryptSecret, encryptSecret } from '../lib/crypto.js';
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../lib/errors.js';
 import type { Context } from './context.js';
 import { toAppError, type Meta } from './init.js';
 
 /**
- * Idempotency keys (README, "Idempotency"). A request sent with `Idempotency-Key` to an authenticated POST (or
+ * Idempotency keys (README, "Idempotency"). A kept answer belongs to the caller that got it: it is stored under the
+ * organization, the caller (the user, or the API key: `callerOf`) and the key, and found by the three, so the same
+ * key sent by anyone else is a request of its own, checked, run and audited like any other, and never learns that
+ * the key was used. Its body is stored encrypted (AES-256-GCM, `deps.keys.idempotency`): answers may show a secret
+ * once (an API key, a database password, a TOTP secret).
+ *
+ * A request sent with `Idempotency-Key` to an authenticated POST (or
  * `PUT /billing/subscription`) runs its procedure inside one transaction that also inserts the record of its
  * answer, so a change is never committed without its record nor a record without its change: a crash between the
  * change and the answer leaves both or neither, and the retry replays or runs once. The procedure's own
@@ -15,8 +22,8 @@ import { toAppError, type Meta } from './init.js';
  *
  * Concurrent duplicates never both run: a process answers 409 at once for a key it is already running (a set in
  * memory, checked before any query), and across processes the transaction first takes a transaction-scoped advisory
- * lock on the organization and key without waiting (`pg_try_advisory_xact_lock`): 409 if another process holds
- * it; once holding it, a record committed meanwhile is found and replayed.
+ * lock on the organization, caller and key without waiting (`pg_try_advisory_xact_lock`): 409 if another process
+ * holds it; once holding it, a record committed meanwhile is found and replayed.
  *
  * Procedures that must not hold a transaction across their work (an outbound HTTP call, a password hash) declare
  * `idempotency: 'after-commit'`: their record is written right after they answer, in a transaction of its own.
@@ -62,21 +69,37 @@ interface StoredRecord {
 }
 
 const SELECT_SQL = `select "procedure", "fingerprint", "status", "body" from "idempotency_records"
-  where "organization_id" = ? and "key" = ? and "expires_at" > ?`;
+  where "organization_id" = ? and "caller_id" = ? and "key" = ? and "expires_at" > ?`;
 
 const UPSERT_SQL = `insert into "idempotency_records"
-  ("organization_id", "key", "procedure", "fingerprint", "status", "body", "created_at", "expires_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?)
-  on conflict ("organization_id", "key") do update set "procedure" = excluded."procedure",
+  ("organization_id", "caller_id", "key", "procedure", "fingerprint", "status", "body", "created_at", "expires_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?)
+  on conflict ("organization_id", "caller_id", "key") do update set "procedure" = excluded."procedure",
     "fingerprint" = excluded."fingerprint", "status" = excluded."status", "body" = excluded."body",
     "created_at" = excluded."created_at", "expires_at" = excluded."expires_at"`;
 
-async function findRecord(em: Em, organizationId: string, key: string, now: Date) {
-  const rows = await em.execute<StoredRecord[]>(SELECT_SQL, [organizationId, key, now]);
+/** Whose kept answers a caller gets: an API key's own (`key_…`), else the user's (whatever their session). */
+export function callerOf(actor: Actor): string {
+  return actor.apiKeyId ?? actor.userId;
+}
+
+interface Scope {
+  organizationId: string;
+  callerId: string;
+  key: string;
+}
+
+async function findRecord(em: Em, scope: Scope, now: Date) {
+  const rows = await em.execute<StoredRecord[]>(SELECT_SQL, [
+    scope.organizationId,
+    scope.callerId,
+    scope.key,
+    now,
+  ]);
   return rows[0];
 }
 
-/** Keys being run by each server (organization and key), found from its dependencies. */
+/** Keys being run by each server (organization, caller and key), found from its dependencies. */
 const inFlightOf = new WeakMap<object, Set<string>>();
 function inFlightSet(ctx: Context): Set<string> {
   let set = inFlightOf.get(ctx.deps);
@@ -114,8 +137,8 @@ const isKept = (status: number) => status < 500 && !NOT_KEPT.has(status);
 
 /** The stored answer as the call's result, marked as a replay. */
 function replay(ctx: Context, record: StoredRecord): CallResult {
+  const body = JSON.parse(decryptSecret(ctx.deps.keys.idempotency, record.body)) as unknown;
   ctx.response.headers['Idempotent-Replayed'] = 'true';
-  const body = JSON.parse(record.body) as unknown;
   if (record.status < 400) return { ok: true, data: body };
   ctx.replayedError = { status: record.status, body };
   const error = (body as { error: { code: ErrorCode; message: string; details?: ErrorDetail[] } }).error;
@@ -139,7 +162,7 @@ function inFlightConflict(): AppError {
   );
 }
 
-/** The stored answer for this request, or 422 if the key was used for another one. */
+/** The stored answer for this request, or 422 if the caller used the key for another one. */
 function replayOrRefuse(ctx: Context, record: StoredRecord, procedure: string, fingerprint: string) {
   if (record.procedure !== procedure || record.fingerprint !== fingerprint) throw reusedKey();
   return replay(ctx, record);
@@ -148,7 +171,7 @@ function replayOrRefuse(ctx: Context, record: StoredRecord, procedure: string, f
 /**
  * Runs `run` (the rest of the procedure's middleware chain) under the request's `Idempotency-Key`. Returns the
  * call's result, tRPC's middleware marker included, and whether it was a replay (nothing ran: no audit entry).
- * Throws AppError for a malformed key (400), a key reused for another request (422) or one in flight (409).
+ * Throws AppError for a malformed key (400), a key the caller used for another request (422) or one in flight (409).
  */
 export async function runIdempotent<R extends CallResult>(
   ctx: Context,
@@ -161,8 +184,8 @@ export async function runIdempotent<R extends CallResult>(
       details: [{ path: 'Idempotency-Key', message: 'Expected 1 to 255 printable ASCII characters' }],
     });
   }
-  const org = actor.organizationId;
-  const slot = `${org}\n${key}`;
+  const scope: Scope = { organizationId: actor.organizationId, callerId: callerOf(actor), key };
+  const slot = `${scope.organizationId}\n${scope.callerId}\n${key}`;
   const inFlight = inFlightSet(ctx);
   if (inFlight.has(slot)) throw inFlightConflict();
   inFlight.add(slot);
@@ -171,7 +194,7 @@ export async function runIdempotent<R extends CallResult>(
   const base = ctx.em;
   try {
     // The common repeat (a retry after a timeout) is answered without opening a transaction.
-    const found = await findRecord(base, org, key, ctx.deps.clock.now());
+    const found = await findRecord(base, scope, ctx.deps.clock.now());
     if (found) return { result: marked(replayOrRefuse(ctx, found, path, fingerprint)), replayed: true };
 
     const keep = async (em: Em, result: CallResult) => {
@@ -181,12 +204,13 @@ export async function runIdempotent<R extends CallResult>(
       await em.execute(
         UPSERT_SQL,
         [
-          org,
+          scope.organizationId,
+          scope.callerId,
           key,
           path,
           fingerprint,
           answer.status,
-          JSON.stringify(answer.body),
+          encryptSecret(ctx.deps.keys.idempotency, JSON.stringify(answer.body)),
           now,
           new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
         ],
@@ -206,7 +230,7 @@ export async function runIdempotent<R extends CallResult>(
         [`idempotency\n${slot}`],
       );
       if (!lock?.locked) throw inFlightConflict();
-      const committed = await findRecord(tx, org, key, ctx.deps.clock.now());
+      const committed = await findRecord(tx, scope, ctx.deps.clock.now());
       if (committed) {
         return { result: marked(replayOrRefuse(ctx, committed, path, fingerprint)), replayed: true };
       }

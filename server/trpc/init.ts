@@ -6,6 +6,7 @@ import { NotFoundError, UniqueConstraintViolationException, ConnectionException 
 import {
   AppError,
   ERROR_STATUS,
+  invalidInput,
   invalidJson,
   unsupportedMediaType,
   type ErrorCode,
@@ -73,6 +74,7 @@ const TRPC_CODE: Record<ErrorCode, TRPC_ERROR_CODE_KEY> = {
   HTTPS_REQUIRED: 'FORBIDDEN',
   NOT_FOUND: 'NOT_FOUND',
   CONFLICT: 'CONFLICT',
+  UNSUPPORTED_PLACEMENT: 'CONFLICT',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   IDEMPOTENCY_KEY_REUSED: 'UNPROCESSABLE_CONTENT',
@@ -168,7 +170,7 @@ export function toAppError(err: unknown): AppError {
 }
 
 export function zodToAppError(err: ZodError): AppError {
-  const details: ErrorDetail[] = [];
+  const details: { path: string; message: string }[] = [];
   for (const issue of err.issues) {
     const base = issue.path.map(String);
     if (issue.code === 'unrecognized_keys') {
@@ -178,11 +180,7 @@ export function zodToAppError(err: ZodError): AppError {
       details.push({ path: base.join('.'), message: issue.message });
     }
   }
-  const first = details[0] as { path: string; message: string } | undefined;
-  const message = first
-    ? `Invalid request: ${first.path ? `${first.path}: ` : ''}${first.message}`
-    : 'Invalid request';
-  return new AppError('VALIDATION_ERROR', message, { details });
+  return invalidInput(details);
 }
 
 export interface ErrorData {

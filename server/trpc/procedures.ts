@@ -44,6 +44,8 @@ export const authEndpointProcedure = baseProcedure
         if (!ctx.secureTransport) {
           throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
         }
+        // Per client address and endpoint, before any input is read or password hashed (docs/security.md).
+        if (type === 'mutation') await ctx.deps.authLimits.consume(path, ctx.ip);
         await assertAcceptableInput(getRawInput);
       } catch (err) {
         rethrowAsTRPCError(ctx, err);
@@ -59,7 +61,7 @@ export const authEndpointProcedure = baseProcedure
       return result;
     }),
   )
-  .meta({ auth: 'public', baseErrors: ['HTTPS_REQUIRED'] });
+  .meta({ auth: 'public', baseErrors: ['HTTPS_REQUIRED', 'RATE_LIMITED'] });
 
 /**
  * Token → burst limit (memory, before any query) → user, organization and session (one query) → monthly quota.
@@ -101,6 +103,26 @@ async function loadApiKeyActor(ctx: Context, now: Date): Promise<Actor> {
   await apiUsage.admit(actor.organizationId, actor.userId, actor.plan, burst);
   apiUsage.noteKeyUse(actor.apiKeyId, actor.lastUsedMs, now);
   return actor;
+}
+
+/**
+ * Whether the bearer of a long-lived response (an event stream) may still act: the token verifies and has not
+ * expired, its login session is live (not logged out, not revoked), or the API key is not revoked, and the user is
+ * neither suspended nor deleted. Counts nothing against the burst limit or the quota. False only when access has
+ * ended; a failure to check (the database unreachable) throws, and the stream is left open.
+ */
+export async function bearerStillValid(ctx: Context): Promise<boolean> {
+  const { tokens, db, clock } = ctx.deps;
+  const now = clock.now();
+  try {
+    if (isApiKeySecret(ctx.bearer)) await loadActorForApiKey(db, ctx.bearer, now);
+    else await loadActorForClaims(db, verifyBearer(tokens, ctx.bearer, now), now);
+    return true;
+  } catch (err) {
+    if (err instanceof AppError && (err.code === 'UNAUTHORIZED' || err.code === 'TOKEN_EXPIRED'))
+      return false;
+    throw err;
+  }
 }
 
 /**

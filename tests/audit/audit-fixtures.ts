@@ -2,7 +2,10 @@ import { URI, type TOTP } from 'otpauth';
 import { dbName, runningDatabase } from '../modules/databases/databases-helpers.js';
 import { GIT_REPO, waitForDeployment } from '../modules/hosting/hosting-helpers.js';
 import { runDueBilling } from '../../server/modules/billing/renewals.js';
+import { User } from '../../server/access/user.entity.js';
 import { login } from '../../server/modules/auth/auth.service.js';
+import { createPasswordResetToken } from '../../server/modules/auth/password-reset-mail.js';
+import { sessionIdOf } from '../support/security-fixtures.js';
 import { createInProcessContext } from '../../server/trpc/context.js';
 import { newId } from '../../server/lib/ids.js';
 import { WebhookDelivery } from '../../server/modules/webhooks/webhook-delivery.entity.js';
@@ -35,6 +38,9 @@ async function connection(s: TestServer, owner: TestUser): Promise<string> {
     .vpn.connections.create({ name: 'audited', location: 'eu-west', protocol: 'openvpn' });
   return connection.id;
 }
+
+/** A host name no other server uses (host and port are unique in the catalogue). */
+const agentHost = () => `audited-${Math.random().toString(36).slice(2, 10)}.example.net`;
 
 async function site(s: TestServer, owner: TestUser): Promise<string> {
   const { site } = await s
@@ -88,7 +94,10 @@ async function twoFactorOn(s: TestServer, owner: TestUser, clock: FakeClock): Pr
   const caller = s.caller(owner.token);
   const setup = await caller.auth.twoFactor.setup({});
   const authenticator = URI.parse(setup.otpauth_url) as TOTP;
-  await caller.auth.twoFactor.enable({ code: authenticator.generate({ timestamp: clock.now().getTime() }) });
+  await caller.auth.twoFactor.enable({
+    password: owner.password,
+    code: authenticator.generate({ timestamp: clock.now().getTime() }),
+  });
   clock.advance(30_000);
   return authenticator;
 }
@@ -111,7 +120,7 @@ export const auditFixtures: Record<string, AuditFixture> = {
   'auth.twoFactor.enable': async ({ s, owner, clock }) => {
     const setup = await s.caller(owner.token).auth.twoFactor.setup({});
     const code = (URI.parse(setup.otpauth_url) as TOTP).generate({ timestamp: clock.now().getTime() });
-    return { token: owner.token, input: { code } };
+    return { token: owner.token, input: { password: owner.password, code } };
   },
   'auth.twoFactor.disable': async ({ s, owner, clock }) => {
     const authenticator = await twoFactorOn(s, owner, clock);
@@ -131,6 +140,27 @@ export const auditFixtures: Record<string, AuditFixture> = {
       },
     };
   },
+
+  'auth.password.change': async ({ owner }) => ({
+    token: owner.token,
+    input: { current_password: owner.password, new_password: 'a-new-good-password' },
+  }),
+  'auth.password.requestReset': async ({ owner }) => ({ input: { email: owner.email } }),
+  'auth.password.confirmReset': async ({ s, owner, clock }) => {
+    const em = s.deps.db.orm.em.fork();
+    const user = await em.findOneOrFail(User, owner.id);
+    const token = createPasswordResetToken(em, user, clock.now(), 60_000);
+    await em.flush();
+    return { input: { token, new_password: 'a-new-good-password' } };
+  },
+  'auth.sessions.revoke': async ({ s, owner }) => {
+    const second = signedIn(
+      await login(createInProcessContext(s.deps), { email: owner.email, password: owner.password }),
+    );
+    const id = sessionIdOf(second.token);
+    return { token: owner.token, input: { id }, target: () => ({ type: 'login_session', id }) };
+  },
+  'auth.sessions.revokeAll': async ({ owner }) => ({ token: owner.token, input: { keep_current: true } }),
 
   // Users
   'users.create': async ({ owner }) => ({
@@ -185,6 +215,25 @@ export const auditFixtures: Record<string, AuditFixture> = {
   'vpn.connections.delete': async ({ s, owner }) => {
     const id = await connection(s, owner);
     return { token: owner.token, input: { id }, target: () => ({ type: 'vpn_connection', id }) };
+  },
+  'vpn.servers.create': async ({ owner }) => ({
+    token: owner.token,
+    input: { location: 'eu-west', city: 'Dublin', country: 'Ireland', country_code: 'IE', host: agentHost() },
+    target: (o) => ({ type: 'vpn_server', id: out(o).server!.id! }),
+  }),
+  'vpn.servers.delete': async ({ s, owner }) => {
+    const { server } = await s.caller(owner.token).vpn.servers.create({
+      location: 'eu-west',
+      city: 'Dublin',
+      country: 'Ireland',
+      country_code: 'IE',
+      host: agentHost(),
+    });
+    return {
+      token: owner.token,
+      input: { id: server.id },
+      target: () => ({ type: 'vpn_server', id: server.id }),
+    };
   },
 
   // Hosting

@@ -163,7 +163,7 @@ describe('audit table (every mutation of the router)', function () {
       const setup = await caller.auth.twoFactor.setup({});
       secrets.push(setup.secret);
       const code = (URI.parse(setup.otpauth_url) as TOTP).generate({ timestamp: clock.now().getTime() });
-      const enabled = await caller.auth.twoFactor.enable({ code });
+      const enabled = await caller.auth.twoFactor.enable({ password: owner.password, code });
       secrets.push(code, ...enabled.recovery_codes);
       const invited = await caller.users.create({
         email: uniqueEmail('secret'),

@@ -80,7 +80,10 @@ describe('cloud CLI (a subprocess against a live server)', function () {
       const client = createClient({ baseUrl: s.baseUrl, token: owner.token });
       const { otpauth_url } = await client.auth.twoFactor.setup.mutate({});
       const code = (URI.parse(otpauth_url) as TOTP).generate();
-      const { recovery_codes } = await client.auth.twoFactor.enable.mutate({ code });
+      const { recovery_codes } = await client.auth.twoFactor.enable.mutate({
+        password: owner.password,
+        code,
+      });
 
       const term = new Terminal(s.baseUrl);
       const login = ['login', '--email', owner.email, '--password-stdin'];

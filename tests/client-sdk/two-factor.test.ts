@@ -22,7 +22,7 @@ describe('client SDK: two-factor sign-in', () => {
     const { otpauth_url } = await client.auth.twoFactor.setup.mutate({});
     const authenticator = URI.parse(otpauth_url) as TOTP;
     const code = () => authenticator.generate({ timestamp: clock.now().getTime() });
-    await client.auth.twoFactor.enable.mutate({ code: code() });
+    await client.auth.twoFactor.enable.mutate({ password: owner.password, code: code() });
 
     clock.advance(30_000);
     const fresh = createClient({ baseUrl: s.baseUrl });

@@ -72,6 +72,10 @@ describe('configuration (README, "Configuration")', () => {
         rateLimitBurst: 100,
         redis: undefined,
         logLevel: 'info',
+        corsOrigins: '*',
+        mail: undefined,
+        passwordResetTtlMs: 30 * 60_000,
+        sessionMaxAgeMs: 90 * 86_400_000,
       });
       expect(c.webhook).to.deep.equal({
         allowPrivateTargets: false,
@@ -105,6 +109,10 @@ describe('configuration (README, "Configuration")', () => {
         REDIS_URL: 'rediss://:pw@cache.internal:6380/2',
         REDIS_KEY_PREFIX: 'api-eu:',
         LOG_LEVEL: 'warn',
+        MAIL_URL: 'smtps://mailer:p%40ss@smtp.example.com:465',
+        MAIL_FROM: 'Example <no-reply@example.com>',
+        PASSWORD_RESET_TTL: '15m',
+        SESSION_MAX_AGE: '30d',
       });
       expect(c).to.deep.include({
         isProduction: true,
@@ -125,6 +133,9 @@ describe('configuration (README, "Configuration")', () => {
         rateLimitBurst: 7,
         redis: { url: 'rediss://:pw@cache.internal:6380/2', keyPrefix: 'api-eu:' },
         logLevel: 'warn',
+        mail: { url: 'smtps://mailer:p%40ss@smtp.example.com:465', from: 'Example <no-reply@example.com>' },
+        passwordResetTtlMs: 15 * 60_000,
+        sessionMaxAgeMs: 30 * 86_400_000,
       });
       expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).redis).to.deep.equal({
         url: 'redis://127.0.0.1:6379',
@@ -132,6 +143,24 @@ describe('configuration (README, "Configuration")', () => {
       });
       expect(c.webhook.retryScheduleMs).to.deep.equal([1000, 2000, 180_000]);
       expect(c.webhook.disableAfterMs).to.equal(36 * 3_600_000);
+    });
+
+    it('reads CORS_ORIGINS: * or exact origins (normalized as browsers send them), anything else refused', () => {
+      expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).to.equal('*');
+      expect(
+        loadConfig({
+          CORS_ORIGINS: 'https://App.Example.com/, http://localhost:5173,https://app.example.com:443',
+        }).corsOrigins,
+      ).to.deep.equal(['https://app.example.com', 'http://localhost:5173']);
+      for (const bad of [
+        'https://app.example.com/path',
+        'app.example.com',
+        'ftp://x.example',
+        'null',
+        '*,https://a.b',
+      ]) {
+        expect(() => loadConfig({ CORS_ORIGINS: bad }), bad).to.throw(ConfigError, /CORS_ORIGINS must be \*/);
+      }
     });
 
     it('treats empty variables as unset', () => {
@@ -210,9 +239,33 @@ describe('configuration (README, "Configuration")', () => {
         'JWT_SECRET is required when NODE_ENV=production',
         'BCRYPT_COST must be at least 10 when NODE_ENV=production',
         'WEBHOOK_ALLOW_PRIVATE_TARGETS cannot be true when NODE_ENV=production',
+        'MAIL_URL is required when NODE_ENV=production (an smtp:// or smtps:// URL)',
       ]);
-      expect(problemsOf({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32) })).to.deep.equal([]);
+      expect(
+        problemsOf({
+          NODE_ENV: 'production',
+          JWT_SECRET: 'x'.repeat(32),
+          MAIL_URL: 'smtp://mail.internal:587',
+          MAIL_FROM: 'no-reply@example.com',
+        }),
+      ).to.deep.equal([]);
       expect(problemsOf({ NODE_ENV: 'test', BCRYPT_COST: '4' })).to.deep.equal([]);
+    });
+
+    it('checks MAIL_URL and MAIL_FROM, never repeating the URL (it holds the SMTP password)', () => {
+      expect(
+        problemsOf({ MAIL_URL: 'http://user:hunter2@mail.example.com', MAIL_FROM: 'a@b.test' }),
+      ).to.deep.equal([
+        'MAIL_URL must be an smtp:// or smtps:// URL such as smtp://user:password@mail.example.com:587',
+      ]);
+      expect(problemsOf({ MAIL_URL: 'smtp://user:hunter2@mail.example.com' })).to.deep.equal([
+        'MAIL_FROM is required with MAIL_URL',
+      ]);
+      expect(problemsOf({ MAIL_URL: 'smtp://mail.example.com', MAIL_FROM: 'nobody' })).to.deep.equal([
+        'MAIL_FROM must be an address such as no-reply@example.com or Example <no-reply@example.com> (got "nobody")',
+      ]);
+      expect(loadConfig({}).mail).to.equal(undefined);
+      expect(problemsOf({ SESSION_MAX_AGE: '10s', PASSWORD_RESET_TTL: '2d' })).to.have.length(2);
     });
 
     it('needs OWNER_EMAIL with OWNER_PASSWORD and TLS_CERT_FILE with TLS_KEY_FILE', () => {
@@ -260,6 +313,7 @@ describe('configuration (README, "Configuration")', () => {
         '  - LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
         '  - JWT_SECRET is required when NODE_ENV=production',
         '  - BCRYPT_COST must be at least 10 when NODE_ENV=production',
+        '  - MAIL_URL is required when NODE_ENV=production (an smtp:// or smtps:// URL)',
       ]);
       expect(res.stdout).to.equal('');
     });

@@ -133,3 +133,29 @@ describe('layers (docs/adding-a-module.md)', () => {
     expect(runtime).to.deep.equal([]);
   });
 });
+
+describe('no import cycles in the auth module', () => {
+  // The password and two-factor services share the end of a sign-in through login-completion.ts, not each other.
+  it('no file of server/modules/auth imports, directly or through others, a file that imports it', () => {
+    const AUTH = resolve(SERVER, 'modules/auth');
+    const files = sourceFiles(AUTH);
+    const graph = new Map(files.map((f) => [f, importsOf(f).filter((t) => t.startsWith(AUTH))]));
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const stack: string[] = [];
+    const visit = (file: string) => {
+      state.set(file, 'open');
+      stack.push(file);
+      for (const next of graph.get(file) ?? []) {
+        if (state.get(next) === 'open') {
+          const cycle = [...stack.slice(stack.indexOf(next)), next].map((f) => relative(ROOT, f));
+          cycles.push(cycle.join(' → '));
+        } else if (!state.has(next)) visit(next);
+      }
+      stack.pop();
+      state.set(file, 'done');
+    };
+    for (const file of files) if (!state.has(file)) visit(file);
+    expect(cycles, cycles.join('\n')).to.deep.equal([]);
+  });
+});

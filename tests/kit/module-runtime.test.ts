@@ -63,6 +63,7 @@ const RUNTIME_KEYS: Record<keyof ModuleRuntimes, true> = {
   databases: true,
   hosting: true,
   webhooks: true,
+  vpn: true,
 };
 
 describe('module runtimes (docs/adding-a-module.md)', () => {

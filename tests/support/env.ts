@@ -2,8 +2,8 @@ import { loadConfig, type Config } from '../../server/config.js';
 
 /**
  * The suite runs on the embedded PGlite (in memory) by default and on PostgreSQL when DATABASE_URL is set.
- * Tests use a low bcrypt cost, a short provisioning delay and a burst limit that a test's loop of calls with one token
- * does not reach (tests of the limit start their own server); everything else is the documented default.
+ * Tests use a low bcrypt cost, a short provisioning delay a burst limit that a test's loop of calls with one token
+ * does not reach and a per-address limit of the unauthenticated endpoints that the whole suite does not reach (tests of the limit start their own server); everything else is the documented default.
  */
 export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
   return loadConfig({
@@ -18,6 +18,8 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     WEBHOOK_RETRY_SCHEDULE: '200ms,400ms',
     RATE_LIMIT_BURST: '10000',
+    // The suite logs in from 127.0.0.1 thousands of times; the per-address limit has its own test.
+    AUTH_RATE_LIMIT: '1000000',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...overrides,
   });

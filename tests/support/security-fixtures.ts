@@ -57,9 +57,19 @@ export const PUBLIC_PROCEDURES: Record<string, string> = {
   'auth.refresh': 'exchanges a refresh token',
   'users.acceptInvitation': 'the invited user has no token yet',
   'auth.twoFactor.verify': 'completes a sign-in: the challenge token stands for the password',
+  'auth.password.requestReset': 'a forgotten password: the mailed link stands for it',
+  'auth.password.confirmReset': 'a forgotten password: the mailed token stands for it',
 };
 
+/** The login session (`sid`) of an access token. */
+export function sessionIdOf(token: string): string {
+  return (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string }).sid;
+}
+
 export const securityFixtures: Record<string, SecurityFixture> = {
+  // Authentication: another user's login session is not found
+  'auth.sessions.revoke': async ({ other }) => ({ id: sessionIdOf(other.token) }),
+
   // Users
   'users.get': async ({ other }) => ({ id: other.id }),
   'users.update': async ({ s, other }) => {
@@ -83,6 +93,16 @@ export const securityFixtures: Record<string, SecurityFixture> = {
     name: 'Renamed',
   }),
   'vpn.connections.delete': async ({ s, other }) => ({ id: await otherOrgConnection(s, other) }),
+  'vpn.servers.delete': async ({ s, other }) => {
+    const { server } = await s.caller(other.token).vpn.servers.create({
+      location: 'eu-west',
+      city: 'Dublin',
+      country: 'Ireland',
+      country_code: 'IE',
+      host: `agent-${Math.random().toString(36).slice(2, 10)}.example.net`,
+    });
+    return { id: server.id };
+  },
 
   // Webhooks
   'webhooks.get': async ({ s, other }) => ({ id: await otherOrgWebhook(s, other) }),

@@ -16,6 +16,7 @@ import { expect } from 'chai';
 import type { AnyTRPCProcedure } from '@trpc/server';
 import { Organization } from '../../server/access/organization.entity.js';
 import { PERMISSIONS, type Permission } from '../../server/access/permissions.js';
+import { API_KEY_PERMISSIONS } from '../../server/modules/api-keys/api-keys.constants.js';
 import { createUserEntity, type Role } from '../../server/access/user.entity.js';
 import { newId } from '../../server/lib/ids.js';
 import { login } from '../../server/modules/auth/auth.service.js';
@@ -278,7 +279,7 @@ export function defineSecurityTable(): void {
         // /webhooks, /audit-logs whatever the key holds; elsewhere a key without the permission → 403, and a key
         // with every permission still cannot reach another organization's id.
         const closed = auth === 'role' || CLOSED_TO_KEYS.some((prefix) => p.path.startsWith(prefix));
-        const allowed = PERMISSIONS.filter((q) => closed || q !== p.meta.permission);
+        const allowed = API_KEY_PERMISSIONS.filter((q) => closed || q !== p.meta.permission);
         const keyWithout =
           auth === 'permission' && !closed
             ? allowed.filter((q) => q !== `${p.meta.permission!.split(':')[0]}:admin`)
@@ -300,7 +301,7 @@ export function defineSecurityTable(): void {
         if (!closed && input && crossOrg) {
           const full = await s
             .caller(owner.token)
-            .apiKeys.create({ name: 'table full', permissions: PERMISSIONS });
+            .apiKeys.create({ name: 'table full', permissions: API_KEY_PERMISSIONS });
           const res = await callInProcess(s.caller(full.secret), p.path, input);
           expect(res, `${p.path} with an API key and another organization's id`).to.deep.equal({
             status: 404,

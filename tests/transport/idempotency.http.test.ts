@@ -112,11 +112,11 @@ describe('Idempotency-Key (README, "Idempotency")', function () {
       expect(after.body.connection.id).to.equal([...ids][0]);
     });
 
-    it('the same key with another body or path is 422 IDEMPOTENCY_KEY_REUSED', async () => {
+    it('the same key with another body or path is 422 IDEMPOTENCY_KEY_REUSED (for the same caller)', async () => {
       const k = newKey();
-      expect((await post(s, secret, k)).status).to.equal(201);
+      expect((await post(s, owner.token, k)).status).to.equal(201);
       const before = await countConnections(s.deps, owner.organizationId);
-      const otherBody = await post(s, secret, k, { ...body, name: 'Desktop' });
+      const otherBody = await post(s, owner.token, k, { ...body, name: 'Desktop' });
       expect(otherBody.status).to.equal(422);
       expect(otherBody.body.error.code).to.equal('IDEMPOTENCY_KEY_REUSED');
       const otherPath = await http(s.baseUrl, 'POST', '/v1/databases', {
@@ -169,7 +169,7 @@ describe('Idempotency-Key (README, "Idempotency")', function () {
       expect(again.headers.get('x-request-id')).to.not.equal(first.headers.get('x-request-id'));
     });
 
-    it('is keyed by organization: another organization may use the same key', async () => {
+    it('is keyed by organization and caller: another organization may use the same key', async () => {
       const k = newKey();
       const other = await createOrg(s.deps);
       const a = await post(s, secret, k);

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { createClient, type ClientOptions, type PlatformClient } from '@cloud-platform/client';
 import { loadCredentials, saveCredentials, type StoredCredentials } from './credentials.js';
 import { CliError, EXIT } from './exit-codes.js';
-import { ask, Progress, readStdin } from './output.js';
+import { ask, Progress, readStdin, terminalSafeJson, writeErr, writeOut } from './output.js';
 
 /** The API the CLI talks to when neither `--api-url`, `CLOUD_API_URL` nor a login names one. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:3000';
@@ -94,12 +94,13 @@ export class Cli {
 
   /** Prints `data` as JSON with `--json`, else the human-readable text. */
   print(data: unknown, human: () => string): void {
-    process.stdout.write(this.json ? `${JSON.stringify(data, null, 2)}\n` : `${human()}\n`);
+    if (this.json) process.stdout.write(`${terminalSafeJson(JSON.stringify(data, null, 2))}\n`);
+    else writeOut(`${human()}\n`);
   }
 
   /** A message for the person at the terminal (stderr, so that stdout stays the command's output). */
   note(message: string): void {
-    process.stderr.write(`${message}\n`);
+    writeErr(`${message}\n`);
   }
 
   /**

@@ -7,6 +7,7 @@ import pkg from '../../package.json' with { type: 'json' };
 import { API_KEY_VARIABLE, API_URL_VARIABLE, Cli, DEFAULT_API_URL } from './cli.js';
 import { commandGroups } from './commands/index.js';
 import { describeError, EXIT } from './exit-codes.js';
+import { writeErr, writeOut } from './output.js';
 
 export function buildProgram(): { program: Command; cli: Cli } {
   const program = new Command('cloud')
@@ -34,7 +35,7 @@ export function buildProgram(): { program: Command; cli: Cli } {
 export async function main(argv: readonly string[]): Promise<number> {
   const { program, cli } = buildProgram();
   // Commander prints its own usage errors (one line each), then main returns the usage status.
-  program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  program.configureOutput({ writeOut, writeErr });
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return EXIT.OK;
@@ -47,7 +48,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       err,
       cli.usingApiKey ? { apiKeyVariable: API_KEY_VARIABLE } : {},
     );
-    process.stderr.write(`${line}\n`);
+    writeErr(`${line}\n`);
     return exitCode;
   }
 }

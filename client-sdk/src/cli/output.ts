@@ -34,6 +34,50 @@ export const money = (dollars: number | null | undefined) =>
     : `${dollars < 0 ? '-' : ''}$${Math.abs(dollars).toFixed(2)}`;
 
 /**
+ * Terminal escape sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ST`, DCS/SOS/PM/APC strings, two-byte `ESC x`),
+ * whole, so that no `[31m` is left behind.
+ */
+const ESCAPE_SEQUENCE =
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[PX^_][^\x1b]*(?:\x1b\\)?|[ -~])?/g;
+/**
+ * Control characters but line feed and tab (C0, DEL, C1: a carriage return or backspace can hide what was
+ * printed before it), and the bidirectional overrides and isolates that reorder what is shown.
+ */
+// eslint-disable-next-line no-control-regex -- as above
+const UNSAFE_CHARACTERS = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text from the API (names, messages, build log lines: anyone in the organization may have typed them) made safe to
+ * print: escape sequences and control characters removed. Every line the CLI prints goes through writeOut or
+ * writeErr, which apply it.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(ESCAPE_SEQUENCE, '').replace(UNSAFE_CHARACTERS, '');
+}
+
+/**
+ * `--json` output: valid JSON with the same values, but C1 controls and bidirectional marks written as `\uXXXX`
+ * escapes (JSON.stringify already escapes C0 controls, ESC included) so that printing it cannot drive a terminal.
+ */
+export function terminalSafeJson(json: string): string {
+  return json.replace(
+    /[\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** Standard output: the command's result. */
+export function writeOut(text: string): void {
+  process.stdout.write(terminalSafe(text));
+}
+
+/** Standard error: messages for the person at the terminal. */
+export function writeErr(text: string): void {
+  process.stderr.write(terminalSafe(text));
+}
+
+/**
  * A progress line on stderr while waiting: a spinner redrawn in place on a terminal; elsewhere (pipes, CI, tests)
  * one line per change of the message, so logs stay readable.
  */
@@ -48,7 +92,8 @@ export class Progress {
     this.#tty = Boolean(stream.isTTY);
   }
 
-  update(message: string): void {
+  update(text: string): void {
+    const message = terminalSafe(text);
     if (message === this.#message) return;
     this.#message = message;
     if (!this.#tty) {
@@ -63,7 +108,7 @@ export class Progress {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     if (this.#tty && this.#message) this.stream.write('\r\x1b[2K');
-    if (finalLine) this.stream.write(`${finalLine}\n`);
+    if (finalLine) this.stream.write(`${terminalSafe(finalLine)}\n`);
     this.#message = '';
   }
 
@@ -84,7 +129,7 @@ export async function ask(question: string, options: { hidden?: boolean } = {}):
   });
   const rl = createInterface({ input: process.stdin, output, terminal: Boolean(process.stdin.isTTY) });
   try {
-    const answer = rl.question(question);
+    const answer = rl.question(terminalSafe(question));
     muted = Boolean(options.hidden);
     return (await answer).trim();
   } finally {

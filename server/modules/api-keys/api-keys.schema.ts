@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PERMISSIONS } from '../../access/permissions.js';
 import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
 import { zPathId } from '../../lib/schema.js';
-import { DEFAULT_EXPIRES_IN_DAYS, MAX_EXPIRES_IN_DAYS } from './api-keys.constants.js';
+import { API_KEY_PERMISSIONS, DEFAULT_EXPIRES_IN_DAYS, MAX_EXPIRES_IN_DAYS } from './api-keys.constants.js';
 
 const ZId = zPathId('key', 'API key');
 
@@ -11,12 +11,17 @@ const ZId = zPathId('key', 'API key');
 export const ZCreateApiKeyInput = z.strictObject({
   name: z.string().trim().min(1).max(100).describe('A name to recognise the key by, 1 to 100 characters'),
   permissions: z
-    .array(z.enum(PERMISSIONS))
+    .array(
+      z.enum(API_KEY_PERMISSIONS, {
+        error: () => `Not a permission an API key can use; one of ${API_KEY_PERMISSIONS.join(', ')}`,
+      }),
+    )
     .min(1)
-    .max(PERMISSIONS.length * 2)
+    .max(API_KEY_PERMISSIONS.length * 2)
     .describe(
-      'Permission strings `<resource>:<level>` the key may use (at least one). Each must be held by the caller ' +
-        '(403 otherwise); a later change to the creator narrows the key',
+      'Permission strings `<resource>:<level>` the key may use (at least one), among those an operation open to ' +
+        'keys checks: no `users:*` (keys are closed to `/users`), no `billing:delete` or `billing:admin`. Each ' +
+        'must be held by the caller (403 otherwise); a later change to the creator narrows the key',
     ),
   expires_in_days: z
     .number()

@@ -1,5 +1,6 @@
 import { defineJob } from '../../kit/jobs.js';
 import { purgeExpiredSessions } from './auth.service.js';
+import { sendPasswordReset } from './password-reset-mail.js';
 import { purgeLoginChallenges } from './two-factor.service.js';
 
 /** Deletes login sessions that expired or were revoked more than a day ago. */
@@ -11,4 +12,9 @@ export const purgeExpiredSessionsJob = defineJob(
     if (n > 0 || c > 0) deps.log.info({ purged: n, challenges: c }, 'purged expired login sessions');
   },
   { cron: '17 * * * *' },
+);
+
+/** Looks the account of a reset request up and mails it the link (README, "Accounts and sessions"). */
+export const sendPasswordResetJob = defineJob<{ email: string }>('auth.send-password-reset', (deps, data) =>
+  sendPasswordReset(deps, data.email),
 );

@@ -1,6 +1,17 @@
 import { router } from '../../trpc/init.js';
 import { authEndpointProcedure, authedAuthEndpointProcedure } from '../../trpc/procedures.js';
 import {
+  ZChangePasswordInput,
+  ZChangePasswordOutput,
+  ZConfirmPasswordResetInput,
+  ZConfirmPasswordResetOutput,
+  ZListSessionsOutput,
+  ZRequestPasswordResetInput,
+  ZRequestPasswordResetOutput,
+  ZRevokeAllSessionsInput,
+  ZRevokeAllSessionsOutput,
+  ZRevokeSessionInput,
+  ZRevokeSessionOutput,
   ZLoginInput,
   ZLoginOrChallengeOutput,
   ZLoginOutput,
@@ -18,6 +29,8 @@ import {
 } from './auth.schema.js';
 import * as twoFactor from './two-factor.service.js';
 import * as auth from './auth.service.js';
+import * as password from './password.service.js';
+import * as sessions from './sessions.service.js';
 import { ZEmptyInput, ZNoQuery } from '../../lib/schema.js';
 
 const tags = ['Authentication'];
@@ -120,6 +133,123 @@ export const authRouter = router({
     .output(ZMeOutput)
     .query(({ ctx }) => auth.me(ctx)),
 
+  password: router({
+    change: authedAuthEndpointProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/auth/password',
+          tags,
+          summary: 'Change the password',
+          description:
+            'With the current password. Every other login session of the user is signed out (their access and ' +
+            'refresh tokens answer 401 from the next call); the session of this request stays. Unused ' +
+            'password-reset links stop working. A wrong current password is 401 `INVALID_CREDENTIALS` and counts ' +
+            'towards the login throttle. Emits `user.updated`. Not with an API key.',
+        },
+        errors: {
+          INVALID_CREDENTIALS: 'Wrong current password',
+          TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
+        },
+        // The password checks (bcrypt) must not hold a transaction open.
+        idempotency: 'after-commit',
+      })
+      .input(ZChangePasswordInput)
+      .output(ZChangePasswordOutput)
+      .mutation(({ ctx, input }) => password.changePassword(ctx, input)),
+
+    requestReset: authEndpointProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/auth/password-reset',
+          tags,
+          summary: 'Mail a link to reset a forgotten password',
+          description:
+            'Always 202 with the same body, whether or not an account has this address. An active account with a ' +
+            'password gets a mail with a single-use link (`<PUBLIC_BASE_URL>/reset-password?token=pwr_…`) valid for ' +
+            '`PASSWORD_RESET_TTL` (30 minutes by default); at most one mail a minute per account. Complete it with ' +
+            '`POST /auth/password-reset/confirm`.',
+          protect: false,
+        },
+        successStatus: 202,
+      })
+      .input(ZRequestPasswordResetInput)
+      .output(ZRequestPasswordResetOutput)
+      .mutation(({ ctx, input }) => password.requestPasswordReset(ctx, input)),
+
+    confirmReset: authEndpointProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/auth/password-reset/confirm',
+          tags,
+          summary: 'Choose a new password with a mailed reset token',
+          description:
+            'Sets the password, uses the token up and signs out every login session of the account (log in ' +
+            'again; two-factor sign-in, when on, still asks for its code). An unknown, used or expired token is ' +
+            '401 `INVALID_CREDENTIALS`. Emits `user.updated`.',
+          protect: false,
+        },
+        errors: { INVALID_CREDENTIALS: 'Unknown, used or expired reset token' },
+        idempotency: 'after-commit',
+      })
+      .input(ZConfirmPasswordResetInput)
+      .output(ZConfirmPasswordResetOutput)
+      .mutation(({ ctx, input }) => password.confirmPasswordReset(ctx, input)),
+  }),
+
+  sessions: router({
+    list: authedAuthEndpointProcedure
+      .meta({
+        openapi: {
+          method: 'GET',
+          path: '/auth/sessions',
+          tags,
+          summary: 'The caller’s login sessions',
+          description:
+            'Every live login session of the user (not revoked, not expired), newest first: where and with what ' +
+            'it signed in, when it was last used, when it ends, and which one is this request’s (`current`). ' +
+            'Not with an API key.',
+        },
+      })
+      .input(ZNoQuery.optional())
+      .output(ZListSessionsOutput)
+      .query(({ ctx }) => sessions.listSessions(ctx)),
+
+    revoke: authedAuthEndpointProcedure
+      .meta({
+        openapi: {
+          method: 'DELETE',
+          path: '/auth/sessions/{id}',
+          tags,
+          summary: 'Sign out one login session',
+          description:
+            'Its access and refresh tokens answer 401 from the next call. Another user’s session, or one already ' +
+            'revoked or expired, is 404.',
+        },
+      })
+      .input(ZRevokeSessionInput)
+      .output(ZRevokeSessionOutput)
+      .mutation(({ ctx, input }) => sessions.revokeSession(ctx, input.id)),
+
+    revokeAll: authedAuthEndpointProcedure
+      .meta({
+        openapi: {
+          method: 'POST',
+          path: '/auth/sessions/revoke-all',
+          tags,
+          summary: 'Sign out everywhere',
+          description:
+            'Revokes every login session of the user, this one included; with `{"keep_current": true}` every one ' +
+            'but this request’s. The body may be empty or `{}`.',
+        },
+      })
+      .input(ZRevokeAllSessionsInput)
+      .output(ZRevokeAllSessionsOutput)
+      .mutation(({ ctx, input }) => sessions.revokeAllSessions(ctx, input)),
+  }),
+
   twoFactor: router({
     setup: authedAuthEndpointProcedure
       .meta({
@@ -147,11 +277,19 @@ export const authRouter = router({
           tags,
           summary: 'Turn two-factor sign-in on with a first code',
           description:
-            'Confirms the pending secret with a code of the authenticator app (a wrong code is 400) and returns 10 ' +
-            'single-use recovery codes, shown this once. From then on login answers a challenge (see ' +
-            '`POST /auth/2fa/verify`). Emits `user.updated`.',
+            'Needs the caller’s `password` (a wrong one is 401 `INVALID_CREDENTIALS` and counts towards the login ' +
+            'throttle: after 10 failures, 429 for 15 minutes even with the right one), then confirms the pending ' +
+            'secret with a code of the authenticator app (a wrong code is 400) and returns 10 single-use recovery ' +
+            'codes, shown this once. From then on login answers a challenge (see `POST /auth/2fa/verify`). Emits ' +
+            '`user.updated`.',
           errorResponses: { 409: 'Already enabled, or no pending setup' },
         },
+        errors: {
+          INVALID_CREDENTIALS: 'Wrong password',
+          TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
+        },
+        // The password check (bcrypt) must not hold a transaction open.
+        idempotency: 'after-commit',
       })
       .input(ZTwoFactorEnableInput)
       .output(ZTwoFactorEnableOutput)

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ZUserSummary } from '../../access/user.dto.js';
-import { ZEmail, ZNewPassword, ZPassword } from '../../lib/schema.js';
+import { ZEmail, ZNewPassword, ZPassword, zPathId } from '../../lib/schema.js';
 
 export const ZLoginInput = z.strictObject({
   email: z.string().trim().min(1).max(320).describe('Email address (case-insensitive)'),
@@ -75,7 +75,12 @@ export const ZTwoFactorSetupOutput = z.object({
 });
 export type TTwoFactorSetupOutput = z.infer<typeof ZTwoFactorSetupOutput>;
 
-export const ZTwoFactorEnableInput = z.strictObject({ code: ZTotpCode });
+export const ZTwoFactorEnableInput = z.strictObject({
+  password: ZPassword.describe(
+    'The caller’s password: a wrong one is 401 and counts towards the login throttle',
+  ),
+  code: ZTotpCode,
+});
 export type TTwoFactorEnableInput = z.infer<typeof ZTwoFactorEnableInput>;
 export const ZTwoFactorEnableOutput = z.object({
   success: z.literal(true),
@@ -98,3 +103,78 @@ export const ZTwoFactorVerifyInput = z.strictObject({
   recovery_code: ZRecoveryCode.optional(),
 });
 export type TTwoFactorVerifyInput = z.infer<typeof ZTwoFactorVerifyInput>;
+
+// ---------- password and sessions (README, "Accounts and sessions") ----------
+
+export const ZChangePasswordInput = z.strictObject({
+  current_password: ZPassword.describe('The password now'),
+  new_password: ZNewPassword,
+});
+export type TChangePasswordInput = z.infer<typeof ZChangePasswordInput>;
+export const ZChangePasswordOutput = z.object({
+  success: z.literal(true),
+  message: z.string(),
+  sessions_revoked: z.number().int().describe('How many other login sessions were signed out'),
+});
+
+export const ZRequestPasswordResetInput = z.strictObject({
+  email: z.string().trim().min(1).max(320).describe('Email address of the account (case-insensitive)'),
+});
+export type TRequestPasswordResetInput = z.infer<typeof ZRequestPasswordResetInput>;
+export const ZRequestPasswordResetOutput = z.object({
+  success: z.literal(true),
+  message: z
+    .string()
+    .describe('The same whether or not an account has this address: the answer tells nothing about it'),
+});
+
+export const ZConfirmPasswordResetInput = z.strictObject({
+  token: z.string().min(1).max(512).describe('The `pwr_…` token of the mailed link'),
+  new_password: ZNewPassword,
+});
+export type TConfirmPasswordResetInput = z.infer<typeof ZConfirmPasswordResetInput>;
+export const ZConfirmPasswordResetOutput = z.object({
+  success: z.literal(true),
+  message: z.string(),
+});
+
+export const ZLoginSession = z
+  .object({
+    id: z.string().describe('`ses_…`'),
+    created_at: z.string().describe('When the session signed in'),
+    last_used_at: z.string().describe('When tokens were last issued to it (sign-in or refresh)'),
+    expires_at: z
+      .string()
+      .describe('When it ends unless refreshed before; never later than `SESSION_MAX_AGE` after sign-in'),
+    ip: z.string().nullable().describe('Address it signed in from'),
+    user_agent: z.string().nullable().describe('User agent it signed in with'),
+    current: z.boolean().describe('Whether it is the session of the access token of this request'),
+  })
+  .meta({ id: 'LoginSession' });
+export type TLoginSession = z.infer<typeof ZLoginSession>;
+export const ZListSessionsOutput = z.object({
+  success: z.literal(true),
+  sessions: z.array(ZLoginSession).describe('Live sessions (not revoked, not expired), newest first'),
+  total: z.number().int(),
+});
+
+export const ZRevokeSessionInput = z.object({ id: zPathId('ses', 'Login session') });
+export type TRevokeSessionInput = z.infer<typeof ZRevokeSessionInput>;
+export const ZRevokeSessionOutput = z.object({
+  success: z.literal(true),
+  message: z.string(),
+  id: z.string(),
+});
+
+export const ZRevokeAllSessionsInput = z.strictObject({
+  keep_current: z
+    .boolean()
+    .default(false)
+    .describe('true: keep the session of this request signed in; false (default): sign it out too'),
+});
+export type TRevokeAllSessionsInput = z.infer<typeof ZRevokeAllSessionsInput>;
+export const ZRevokeAllSessionsOutput = z.object({
+  success: z.literal(true),
+  message: z.string(),
+  revoked: z.number().int().describe('How many sessions were signed out'),
+});

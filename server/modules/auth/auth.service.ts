@@ -1,19 +1,28 @@
-import { LockMode } from '@mikro-orm/core';
 import { Organization } from '../../access/organization.entity.js';
 import { LoginSession, RefreshToken } from '../../access/session.entity.js';
-import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS } from '../../access/tokens.js';
 import { createUserEntity, User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
-import { noteAuditActor, writeAuditEntry, type AuditActor } from '../../events/audit.js';
+import { noteAuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
-import { randomToken, sha256Hex } from '../../lib/crypto.js';
+import { sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, forbidden } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { DEFAULT_PLAN } from '../../lib/plans.js';
 import { toUserDetailDto, toUserSummaryDto } from '../../access/user.dto.js';
-import { userCreated, userLogin } from '../../access/user.events.js';
+import { userCreated } from '../../access/user.events.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
+import { assertNotThrottled, recordFailure, throttleKey } from '../../kit/login-throttle.js';
 import { runOrganizationCreatedHooks } from '../../kit/organization-hooks.js';
+import {
+  auditActor,
+  completeLogin,
+  INVALID_LOGIN,
+  issueSession,
+  newRefreshToken,
+  sessionExpiry,
+  recordLoginFailure,
+  tokenResponse,
+} from './login-completion.js';
 import { openLoginChallenge } from './two-factor.service.js';
 import type {
   TLoginInput,
@@ -24,103 +33,7 @@ import type {
   TRegisterInput,
 } from './auth.schema.js';
 
-export const LOGIN_MAX_FAILURES = 10;
-export const LOGIN_LOCK_MS = 15 * 60_000;
-
-const INVALID_LOGIN = () => new AppError('INVALID_CREDENTIALS', 'Invalid email or password');
 const INVALID_REFRESH = () => new AppError('INVALID_CREDENTIALS', 'Invalid or expired refresh token');
-
-export function auditActor(user: Pick<User, 'id' | 'email' | 'organization'>): AuditActor {
-  return { type: 'user', id: user.id, email: user.email, organizationId: user.organization.id };
-}
-
-/** `auth.login_failed` in the audit log of the user whose email was tried (README, "Audit log"). */
-export async function recordLoginFailure(ctx: RequestContext, user: User): Promise<void> {
-  if (!ctx.deps.config.auditLogEnabled) return;
-  await writeAuditEntry(ctx.em, {
-    action: 'auth.login_failed',
-    actor: auditActor(user),
-    request: { requestId: ctx.requestId, ip: ctx.ip, userAgent: ctx.userAgent },
-    status: 401,
-    now: ctx.deps.clock.now(),
-  });
-}
-
-export function throttleKey(email: string, ip: string): string {
-  return sha256Hex(`${email.toLowerCase()}|${ip}`);
-}
-
-export async function assertNotThrottled(ctx: RequestContext, key: string): Promise<void> {
-  const now = ctx.deps.clock.now();
-  const rows = await ctx.em.execute<{ locked_until: Date | null }[]>(
-    'select locked_until from login_throttles where key = ?',
-    [key],
-  );
-  const lockedUntil = rows[0]?.locked_until ? new Date(rows[0].locked_until) : null;
-  if (lockedUntil && lockedUntil > now) {
-    throw new AppError('TOO_MANY_LOGIN_ATTEMPTS', 'Too many failed login attempts; try again later', {
-      retryAfter: Math.max(1, Math.ceil((lockedUntil.getTime() - now.getTime()) / 1000)),
-    });
-  }
-}
-
-/** Counts a failure atomically (two processes may see the same email); locks after the tenth in a window. */
-export async function recordFailure(ctx: RequestContext, key: string): Promise<void> {
-  const now = ctx.deps.clock.now();
-  const windowStart = new Date(now.getTime() - LOGIN_LOCK_MS);
-  const lockUntil = new Date(now.getTime() + LOGIN_LOCK_MS);
-  await ctx.em.execute(
-    `insert into login_throttles (key, failures, window_started_at, locked_until) values (?, 1, ?, null)
-     on conflict (key) do update set
-       failures = case when login_throttles.window_started_at < ? then 1 else login_throttles.failures + 1 end,
-       window_started_at = case when login_throttles.window_started_at < ? then excluded.window_started_at
-                                else login_throttles.window_started_at end,
-       locked_until = case when login_throttles.window_started_at >= ? and login_throttles.failures + 1 >= ?
-                           then ?::timestamptz else null end`,
-    [key, now, windowStart, windowStart, windowStart, LOGIN_MAX_FAILURES, lockUntil],
-  );
-}
-
-/** Opens a login session and issues its first token pair. Runs inside the caller's unit of work. */
-function issueSession(ctx: RequestContext, user: User): { access: string; refresh: string } {
-  const now = ctx.deps.clock.now();
-  const session = ctx.em.create(LoginSession, {
-    id: newId('ses'),
-    user,
-    expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS),
-    revokedAt: null,
-    ip: ctx.ip,
-    userAgent: ctx.userAgent ?? null,
-  });
-  const refresh = newRefreshToken(ctx, session, now);
-  const access = ctx.deps.tokens.sign(
-    { sub: user.id, org: user.organization.id, sid: session.id },
-    Math.floor(now.getTime() / 1000),
-  );
-  return { access, refresh };
-}
-
-function newRefreshToken(ctx: RequestContext, session: LoginSession, now: Date): string {
-  const value = randomToken('rt_', 256);
-  ctx.em.create(RefreshToken, {
-    id: newId('ses').replace(/^ses_/, 'rtk_'),
-    session,
-    tokenHash: sha256Hex(value),
-    expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS),
-    usedAt: null,
-  });
-  return value;
-}
-
-export function tokenResponse(tokens: { access: string; refresh: string }) {
-  return {
-    success: true as const,
-    token: tokens.access,
-    refresh_token: tokens.refresh,
-    token_type: 'Bearer' as const,
-    expires_in: ACCESS_TOKEN_TTL_SECONDS,
-  };
-}
 
 export async function login(ctx: RequestContext, input: TLoginInput): Promise<TLoginOrChallengeOutput> {
   const email = input.email.toLowerCase();
@@ -147,30 +60,6 @@ export async function login(ctx: RequestContext, input: TLoginInput): Promise<TL
   // With two-factor on, the password opens a challenge; the tokens come from `POST /auth/2fa/verify`.
   if (user.twoFactorEnabled) return openLoginChallenge(ctx, user);
   return completeLogin(ctx, user, key);
-}
-
-/** The end of a successful sign-in (password, or password and code): throttle cleared, session, `user.login`. */
-export async function completeLogin(
-  ctx: RequestContext,
-  user: User,
-  throttle: string,
-): Promise<TLoginOutput> {
-  const now = ctx.deps.clock.now();
-  noteAuditActor(auditActor(user));
-  const tokens = await ctx.em.transactional(async (em) => {
-    // A challenge opened before the organization was deleted completes nothing after it.
-    const org = await em.findOne(Organization, user.organization.id, {
-      lockMode: LockMode.PESSIMISTIC_READ,
-      refresh: true,
-    });
-    if (!org || org.deletedAt) throw INVALID_LOGIN();
-    await em.execute('delete from login_throttles where key = ?', [throttle]);
-    user.lastLogin = now;
-    const t = issueSession({ ...ctx, em }, user);
-    recordEvent(em, userLogin, toUserSummaryDto(user), user.organization.id, now);
-    return t;
-  });
-  return { ...tokenResponse(tokens), user: toUserSummaryDto(user) };
 }
 
 export async function refresh(ctx: RequestContext, input: TRefreshInput): Promise<TRefreshOutput> {
@@ -204,8 +93,10 @@ export async function refresh(ctx: RequestContext, input: TRefreshInput): Promis
     ) {
       return { error: INVALID_REFRESH() };
     }
-    session.expiresAt = new Date(now.getTime() + REFRESH_TOKEN_TTL_MS);
-    const refreshValue = newRefreshToken({ ...ctx, em }, session, now);
+    // Slides with use, but never past SESSION_MAX_AGE after the sign-in.
+    session.expiresAt = sessionExpiry(ctx, session.createdAt, now);
+    session.lastUsedAt = now;
+    const refreshValue = newRefreshToken({ ...ctx, em }, session, now, session.expiresAt);
     const access = ctx.deps.tokens.sign(
       { sub: user.id, org: user.organization.id, sid: session.id },
       Math.floor(now.getTime() / 1000),

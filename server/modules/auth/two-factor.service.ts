@@ -12,14 +12,8 @@ import type { ActorContext, RequestContext } from '../../kit/deps.js';
 import { decryptSecret, encryptSecret, randomToken, sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import {
-  assertNotThrottled,
-  auditActor,
-  completeLogin,
-  recordFailure,
-  recordLoginFailure,
-  throttleKey,
-} from './auth.service.js';
+import { assertNotThrottled, confirmPassword, recordFailure, throttleKey } from '../../kit/login-throttle.js';
+import { auditActor, completeLogin, recordLoginFailure } from './login-completion.js';
 import type {
   TLoginOutput,
   TTwoFactorChallengeOutput,
@@ -28,6 +22,7 @@ import type {
   TTwoFactorSetupOutput,
   TTwoFactorVerifyInput,
 } from './auth.schema.js';
+import { revokeSessionsOf } from './sessions.service.js';
 import { LoginChallenge, RecoveryCode, TwoFactorCredential } from './two-factor.entity.js';
 
 /** TOTP of RFC 6238 as authenticator apps read it: SHA-1, 6 digits, 30-second steps. */
@@ -161,12 +156,18 @@ export async function setup(ctx: ActorContext): Promise<TTwoFactorSetupOutput> {
   };
 }
 
-/** `POST /auth/2fa/enable {code}`: confirms the pending secret; returns the recovery codes, once. */
+/**
+ * `POST /auth/2fa/enable {password, code}`: the password (as at disable: a token alone must not be enough to tie the
+ * account to an authenticator someone else holds), then a code of the pending secret; returns the recovery codes,
+ * once. Every other session of the user is signed out.
+ */
 export async function enable(
   ctx: ActorContext,
   input: TTwoFactorEnableInput,
 ): Promise<{ success: true; recovery_codes: string[] }> {
   const { actor } = ctx;
+  // bcrypt outside any transaction; a wrong password counts towards the login throttle.
+  await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
   const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
   await ctx.em.transactional(async (em) => {
@@ -199,6 +200,8 @@ export async function enable(
     }
     user.twoFactorEnabled = true;
     user.updatedAt = now;
+    // Sessions opened with the password alone end: from now on a sign-in needs the second factor.
+    await revokeSessionsOf(em, actor.userId, actor.sessionId, now);
     await emitUserUpdated(ctx, em, user, now);
   });
   return { success: true, recovery_codes: codes };
@@ -212,16 +215,8 @@ export async function disable(
   const { actor } = ctx;
   const factor = oneFactor(input);
   const key = throttleKey(actor.email, ctx.ip);
-  await assertNotThrottled(ctx, key);
-  const row = await ctx.em.findOneOrFail(User, { id: actor.userId }, { populate: ['passwordHash'] });
   // bcrypt outside any transaction.
-  const passwordOk = row.passwordHash
-    ? await ctx.deps.passwords.compare(input.password, row.passwordHash)
-    : false;
-  if (!passwordOk) {
-    await recordFailure(ctx, key);
-    throw new AppError('INVALID_CREDENTIALS', 'Invalid password');
-  }
+  await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
   const accepted = await ctx.em.transactional(async (em) => {
     const user = await em.findOneOrFail(

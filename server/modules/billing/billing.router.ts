@@ -1,3 +1,4 @@
+import { ZNoQuery } from '../../lib/schema.js';
 import { PLAN_IDS, PLANS } from '../../lib/plans.js';
 import { router } from '../../trpc/init.js';
 import { authedProcedure, requirePermission } from '../../trpc/procedures.js';
@@ -10,9 +11,9 @@ import {
   ZListInvoicesOutput,
   ZListPaymentMethodsOutput,
   ZListPlansOutput,
-  ZNoBillingQuery,
   ZPaymentMethodIdInput,
   ZPaymentMethodOutput,
+  ZPayInvoiceInput,
   ZPreviewInput,
   ZSubscriptionOutput,
   ZUpdateSubscriptionInput,
@@ -37,7 +38,7 @@ const plans = router({
         description: 'Every plan with its price per period and its limits (`unlimited` where there is none).',
       },
     })
-    .input(ZNoBillingQuery)
+    .input(ZNoQuery.optional())
     .output(ZListPlansOutput)
     .query(() => ({ success: true as const, plans: PLAN_IDS.map((id) => PLANS[id]) })),
 });
@@ -53,7 +54,7 @@ const subscriptionRouter = router({
         description: '`usage.*.limit` is -1 (with `unlimited: true`) where the plan has no limit.',
       },
     })
-    .input(ZNoBillingQuery)
+    .input(ZNoQuery.optional())
     .output(ZSubscriptionOutput)
     .query(({ ctx }) => subscription.getSubscription(ctx)),
 
@@ -69,11 +70,12 @@ const subscriptionRouter = router({
           'always_invoice` (default) the proration is invoiced and charged now; `create_prorations` adds it to ' +
           'the next renewal; `none` prorates nothing. The same plan changes nothing and issues no invoice. On a ' +
           'canceled subscription, `plan` starts a new period, invoiced and charged at once.',
-        errorResponses: {
-          402: '`PAYMENT_FAILED`: the charge was declined; nothing changed (the invoice is void)',
-          404: 'The payment method is not one of the organization',
-          409: 'A downgrade below current usage (`details: [{resource, limit, current}]`), or a cancellation change on a canceled subscription',
-        },
+      },
+      errors: {
+        PAYMENT_FAILED: '`PAYMENT_FAILED`: the charge was declined; nothing changed (the invoice is void)',
+        NOT_FOUND: 'The payment method is not one of the organization',
+        CONFLICT:
+          'A downgrade below current usage (`details: [{resource, limit, current}]`), or a cancellation change on a canceled subscription',
       },
     })
     .input(ZUpdateSubscriptionInput)
@@ -88,7 +90,11 @@ const subscriptionRouter = router({
         tags,
         summary: 'Preview the invoice a plan change would issue',
         description:
-          'Lines, tax and total of the change now, without changing anything (`id` and `number` null).',
+          'Lines, tax and total of the change now, without changing anything (`id` and `number` null). A ' +
+          'change that `PUT /billing/subscription` would refuse is refused the same way.',
+        errorResponses: {
+          409: 'A downgrade below current usage (`details: [{resource, limit, current}]`), as the change itself',
+        },
       },
     })
     .input(ZPreviewInput)
@@ -109,7 +115,7 @@ const paymentMethodsRouter = router({
           'are never stored or shown.',
       },
     })
-    .input(ZNoBillingQuery)
+    .input(ZNoQuery.optional())
     .output(ZListPaymentMethodsOutput)
     .query(({ ctx }) => paymentMethods.listPaymentMethods(ctx)),
 
@@ -123,8 +129,8 @@ const paymentMethodsRouter = router({
         description:
           'The first card becomes the default. Unpaid invoices are charged again at once. Test tokens of the ' +
           'simulated processor: `pm_card_visa`, `pm_card_mastercard`, `pm_card_amex`, `pm_card_chargeDeclined`.',
-        errorResponses: { 400: 'Unknown token' },
       },
+      errors: { VALIDATION_ERROR: 'Unknown token' },
       successStatus: 201,
       location: '/billing/payment-methods/{payment_method.id}',
     })
@@ -141,9 +147,9 @@ const paymentMethodsRouter = router({
         summary: 'Remove a payment method',
         description:
           'Removes a card. The default card can only go when it is the last one and the subscription is canceled.',
-        errorResponses: {
-          409: 'The default payment method while others exist or the subscription is not canceled',
-        },
+      },
+      errors: {
+        CONFLICT: 'The default payment method while others exist or the subscription is not canceled',
       },
     })
     .input(ZPaymentMethodIdInput)
@@ -189,14 +195,17 @@ const invoicesRouter = router({
         path: '/billing/invoices/{id}/pay',
         tags,
         summary: 'Charge an open invoice now',
-        description: 'Charges the default payment method; the retry schedule goes on if it is declined.',
-        errorResponses: {
-          402: '`PAYMENT_FAILED`: declined (the invoice stays open)',
-          409: 'The invoice is not open',
-        },
+        description:
+          'Charges the default payment method, or the one given as `payment_method` (for this payment only: the ' +
+          'default stays). The retry schedule goes on if it is declined.',
+      },
+      errors: {
+        PAYMENT_FAILED: '`PAYMENT_FAILED`: declined (the invoice stays open)',
+        NOT_FOUND: 'The invoice, or the payment method, is not one of the organization',
+        CONFLICT: 'The invoice is not open',
       },
     })
-    .input(ZInvoiceIdInput)
+    .input(ZPayInvoiceInput)
     .output(ZInvoiceOutput)
     .mutation(({ ctx, input }) => invoices.payInvoice(ctx, input)),
 });
@@ -212,7 +221,7 @@ const usage = router({
         description: 'Measures no installed module reports are 0. `overages` is always 0: limits are hard.',
       },
     })
-    .input(ZNoBillingQuery)
+    .input(ZNoQuery.optional())
     .output(ZUsageReportOutput)
     .query(({ ctx }) => usageReport(ctx)),
 });

@@ -67,6 +67,20 @@ export type TPaymentMethodIdInput = z.infer<typeof ZPaymentMethodIdInput>;
 export const ZInvoiceIdInput = z.object({ id: zPathId('inv', 'Invoice') });
 export type TInvoiceIdInput = z.infer<typeof ZInvoiceIdInput>;
 
+export const ZPayInvoiceInput = z.strictObject({
+  id: zPathId('inv', 'Invoice'),
+  payment_method: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe(
+      'A payment method of the organization (`pm_…`) to charge instead of the default one, for this payment ' +
+        'only (the default stays as it is); one that is not of the organization is 404',
+    ),
+});
+export type TPayInvoiceInput = z.infer<typeof ZPayInvoiceInput>;
+
 export const ZListInvoicesInput = z
   .object({
     ...cursorQueryShape,
@@ -280,6 +294,3 @@ export const ZUsageReportOutput = z.object({
   currency: z.literal('usd'),
 });
 export type TUsageReportOutput = z.infer<typeof ZUsageReportOutput>;
-
-/** No query parameters (unknown ones are ignored); callers of `/trpc` may pass nothing at all. */
-export const ZNoBillingQuery = z.object({}).prefault({});

@@ -179,6 +179,20 @@ export async function renderInvoicePdf(invoice: Invoice, organization: Organizat
 
 const noStore = { 'Cache-Control': 'private, no-store' };
 
+/**
+ * The hosted page is a capability URL (its token is in the address) showing data of one organization: it loads
+ * nothing, runs no script, may not be framed, and its address is not sent on as a referrer. Its only style is the
+ * inline `<style>` element; it has no image, font, form or link to another resource.
+ */
+const hostedPageHeaders = {
+  ...noStore,
+  'Content-Security-Policy':
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'X-Frame-Options': 'DENY',
+};
+
 /** `hosted_invoice_url` and `pdf_url`: public, opened with the signed token the URL carries. */
 export const invoiceDocumentRoutes: ModuleHttpRoute[] = [
   {
@@ -189,7 +203,7 @@ export const invoiceDocumentRoutes: ModuleHttpRoute[] = [
       return {
         contentType: 'text/html; charset=utf-8',
         body: renderInvoiceHtml(invoice, organization),
-        headers: noStore,
+        headers: hostedPageHeaders,
       };
     },
   },
@@ -201,7 +215,12 @@ export const invoiceDocumentRoutes: ModuleHttpRoute[] = [
       return {
         contentType: 'application/pdf',
         body: await renderInvoicePdf(invoice, organization),
-        headers: { ...noStore, 'Content-Disposition': `inline; filename="invoice-${invoice.number}.pdf"` },
+        headers: {
+          ...noStore,
+          'X-Content-Type-Options': 'nosniff',
+          'Referrer-Policy': 'no-referrer',
+          'Content-Disposition': `inline; filename="invoice-${invoice.number}.pdf"`,
+        },
       };
     },
   },

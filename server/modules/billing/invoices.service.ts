@@ -2,17 +2,20 @@ import { findScopedOrThrow, inOrganization } from '../../access/scope.js';
 import { INVOICE_STATUSES } from './billing.constants.js';
 import { findCursorPage } from '../../db/pagination.js';
 import type { ActorContext } from '../../kit/deps.js';
-import { conflict } from '../../lib/errors.js';
+import { conflict, notFound } from '../../lib/errors.js';
+import { isId } from '../../lib/ids.js';
 import { toInvoiceDto } from './billing.dto.js';
 import type {
   TInvoiceIdInput,
   TInvoiceOutput,
   TListInvoicesInput,
   TListInvoicesOutput,
+  TPayInvoiceInput,
 } from './billing.schema.js';
 import { Invoice } from './invoice.entity.js';
 import { findDefaultPaymentMethod, lockSubscription, retryInvoice } from './invoicing.js';
-import { paymentFailed } from './subscription.service.js';
+import { PaymentMethod } from './payment-method.entity.js';
+import { chargeDeclined } from './subscription.service.js';
 
 export async function listInvoices(
   ctx: ActorContext,
@@ -44,11 +47,14 @@ export async function getInvoice(ctx: ActorContext, input: TInvoiceIdInput): Pro
 }
 
 /**
- * Charges an open invoice now to the default payment method. Declined → 402 `PAYMENT_FAILED` (the invoice stays
- * open and its retry schedule goes on); any status but `open` → 409.
+ * Charges an open invoice now to the default payment method, or to `payment_method` (a card of the organization,
+ * else 404; the default is left as it is). Declined → 402 `PAYMENT_FAILED` (the invoice stays open and its retry
+ * schedule goes on); any status but `open` → 409.
  */
-export async function payInvoice(ctx: ActorContext, input: TInvoiceIdInput): Promise<TInvoiceOutput> {
+export async function payInvoice(ctx: ActorContext, input: TPayInvoiceInput): Promise<TInvoiceOutput> {
   const orgId = ctx.actor.organizationId;
+  if (input.payment_method !== undefined && !isId('pm', input.payment_method))
+    throw notFound('Payment method');
   const result = await ctx.em.transactional(async (tx) => {
     const now = ctx.deps.clock.now();
     // Every writer of the organization's invoices holds its subscription's lock: read the invoice under it.
@@ -59,10 +65,19 @@ export async function payInvoice(ctx: ActorContext, input: TInvoiceIdInput): Pro
     });
     if (found.status !== 'open')
       throw conflict(`The invoice is ${found.status}; only open invoices can be paid`);
-    const pm = await findDefaultPaymentMethod(tx, orgId);
-    const outcome = await retryInvoice(tx, ctx.deps, locked, found, pm, now, false);
+    const defaultPm = await findDefaultPaymentMethod(tx, orgId);
+    let pm = defaultPm;
+    if (input.payment_method !== undefined && input.payment_method !== defaultPm?.id) {
+      pm = await tx.findOne(
+        PaymentMethod,
+        { id: input.payment_method, organization: orgId },
+        { populate: ['processorRef'] },
+      );
+      if (!pm) throw notFound('Payment method');
+    }
+    const outcome = await retryInvoice(tx, ctx.deps, locked, found, pm, now, false, defaultPm?.id ?? null);
     return { invoice: found, outcome };
   });
-  if (result.outcome && !result.outcome.paid) throw paymentFailed(result.outcome.reason);
+  if (result.outcome && !result.outcome.paid) throw chargeDeclined(result.outcome.reason);
   return { success: true, invoice: toInvoiceDto(ctx.deps, result.invoice, ctx.deps.clock.now()) };
 }

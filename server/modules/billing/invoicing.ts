@@ -201,7 +201,10 @@ export async function issueInvoice(
     return { invoice, paid: false, declineReason: result.reason };
   }
   recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, events.next());
-  await afterFailedAttempt(tx, deps, locked, pm, invoice, now, { scheduled: true, clock: events });
+  await afterFailedAttempt(tx, deps, locked, pm?.id ?? null, invoice, now, {
+    scheduled: true,
+    clock: events,
+  });
   return { invoice, paid: false, declineReason: result.reason };
 }
 
@@ -279,7 +282,7 @@ async function afterFailedAttempt(
   tx: Em,
   deps: AppDeps,
   locked: Locked,
-  pm: PaymentMethod | null,
+  defaultPmId: string | null,
   invoice: Invoice,
   now: Date,
   opts: { scheduled: boolean; clock: EventClock },
@@ -300,20 +303,21 @@ async function afterFailedAttempt(
         opts.clock.next(),
       );
       if (setStatus(locked, 'canceled', now)) statusChanged = true;
-      if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, opts.clock.next(), pm?.id ?? null);
+      if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, opts.clock.next(), defaultPmId);
       return;
     }
     invoice.nextPaymentAttempt = new Date(now.getTime() + schedule[invoice.scheduledRetries]!);
   }
   recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), locked.org.id, opts.clock.next());
   if (locked.sub.status === 'active' && setStatus(locked, 'past_due', now)) statusChanged = true;
-  if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, opts.clock.next(), pm?.id ?? null);
+  if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, opts.clock.next(), defaultPmId);
 }
 
 /**
  * Charges an open invoice again: a scheduled retry (only when due) or one the customer asked for (a new payment
  * method, `POST /billing/invoices/:id/pay`), which does not move the schedule. Paid: the subscription is `active`
- * again once nothing is left open.
+ * again once nothing is left open. `defaultPmId` is the organization's default payment method, as events show it
+ * (`pm`'s own id unless the charge went to another card).
  */
 export async function retryInvoice(
   tx: Em,
@@ -323,6 +327,7 @@ export async function retryInvoice(
   pm: PaymentMethod | null,
   now: Date,
   scheduled: boolean,
+  defaultPmId: string | null = pm?.id ?? null,
 ): Promise<{ paid: boolean; reason?: string } | null> {
   if (invoice.status !== 'open') return null;
   if (scheduled && (!invoice.nextPaymentAttempt || invoice.nextPaymentAttempt > now)) return null;
@@ -337,12 +342,12 @@ export async function retryInvoice(
         id: { $ne: invoice.id },
       });
       if (stillOpen === 0 && setStatus(locked, 'active', now)) {
-        await recordSubscriptionUpdated(tx, deps, locked, clock.next(), pm?.id ?? null);
+        await recordSubscriptionUpdated(tx, deps, locked, clock.next(), defaultPmId);
       }
     }
     return result;
   }
-  await afterFailedAttempt(tx, deps, locked, pm, invoice, now, { scheduled, clock });
+  await afterFailedAttempt(tx, deps, locked, defaultPmId, invoice, now, { scheduled, clock });
   return result;
 }
 

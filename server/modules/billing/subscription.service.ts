@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Organization } from '../../access/organization.entity.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
-import { AppError, conflict, notFound } from '../../lib/errors.js';
+import { conflict, notFound, paymentFailed } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { PLAN_FEATURES, PLANS, planLimit, type CountedPlanFeature, type PlanId } from '../../lib/plans.js';
 import type { ProrationBehavior } from './billing.constants.js';
@@ -156,6 +156,25 @@ async function overLimits(
   return out;
 }
 
+/** Whether `plan` changes the subscription: another plan, or any plan on a canceled subscription. */
+function changesPlan(locked: Locked, plan: PlanId): boolean {
+  return plan !== locked.org.plan || locked.sub.status === 'canceled';
+}
+
+/**
+ * The check of a plan change before anything is done, for the change and its preview alike: a plan whose limits
+ * are below what the organization uses → 409 with `details: [{resource, limit, current}]`.
+ */
+async function assertPlanFits(em: Em, deps: AppDeps, locked: Locked, plan: PlanId, now: Date): Promise<void> {
+  const over = await overLimits(em, deps, locked.org.id, plan, now);
+  if (over.length > 0) {
+    throw conflict(
+      `The ${plan} plan's limits are below what the organization uses; delete resources first`,
+      over,
+    );
+  }
+}
+
 /** The lines a plan change makes now: the proration of the rest of the period, or a new period after a cancel. */
 function changeLines(
   locked: Locked,
@@ -198,6 +217,8 @@ export async function previewChange(ctx: ActorContext, input: TPreviewInput): Pr
     { populate: ['organization'] },
   );
   const locked = { sub, org: sub.organization as Organization };
+  // What the change would answer: a plan it would refuse is refused here too.
+  if (changesPlan(locked, input.plan)) await assertPlanFits(ctx.em, ctx.deps, locked, input.plan, now);
   const { lines, period } = changeLines(locked, input.plan, behavior, now, ctx.deps);
   const { view } = draftInvoice(ctx.deps, sub, {
     lines,
@@ -210,9 +231,8 @@ export async function previewChange(ctx: ActorContext, input: TPreviewInput): Pr
   return { success: true, invoice: toInvoiceDto(ctx.deps, view, now) };
 }
 
-const paymentFailed = (reason: string | undefined) =>
-  new AppError(
-    'PAYMENT_FAILED',
+const chargeDeclined = (reason: string | undefined) =>
+  paymentFailed(
     `The charge was declined (${reason ?? 'declined'}); nothing was changed. Use another payment method.`,
   );
 
@@ -253,15 +273,8 @@ export async function updateSubscription(
     }
 
     let invoice = null;
-    if (input.plan !== undefined && (input.plan !== org.plan || sub.status === 'canceled')) {
-      const over = await overLimits(tx, ctx.deps, orgId, input.plan, now);
-      if (over.length > 0) {
-        throw new AppError(
-          'CONFLICT',
-          `The ${input.plan} plan's limits are below what the organization uses; delete resources first`,
-          { details: over },
-        );
-      }
+    if (input.plan !== undefined && changesPlan(locked, input.plan)) {
+      await assertPlanFits(tx, ctx.deps, locked, input.plan, now);
       const { lines, period, restart } = changeLines(locked, input.plan, behavior, now, ctx.deps);
       if (restart || (behavior === 'always_invoice' && lines.length > 0)) {
         const issued = await issueInvoice(tx, ctx.deps, locked, pm, {
@@ -313,7 +326,7 @@ export async function updateSubscription(
     }
     return { locked, invoice };
   });
-  if ('declined' in result) throw paymentFailed(result.declined);
+  if ('declined' in result) throw chargeDeclined(result.declined);
   nudgeScheduler(ctx.deps);
   const out = await subscriptionOutput(ctx, ctx.em, result.locked);
   return {
@@ -322,4 +335,4 @@ export async function updateSubscription(
   };
 }
 
-export { paymentFailed };
+export { chargeDeclined };

@@ -40,6 +40,8 @@ export const DatabaseBackupSchema = defineEntity({
     status: p.enum(BACKUP_STATUSES).default('pending'),
     name: p.string().length(100),
     description: p.string().length(500).nullable(),
+    /** Why the backup is `failed` (the dump's error, without secrets). */
+    failureReason: p.string().length(500).nullable(),
     /** Bytes, known once completed. */
     sizeBytes: p.bigint('number').nullable(),
     completedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),

@@ -77,6 +77,16 @@ export const ManagedDatabaseSchema = defineEntity({
     /** Days an automatic backup is kept. */
     backupRetention: p.integer().default(7).check('"backup_retention" >= 1 and "backup_retention" <= 35'),
     host: p.string().length(253),
+    /** The port clients connect to; null: the engine's (simulated databases). */
+    port: p.integer().nullable(),
+    /** The server it lives on (`<engine>@<region>/<host>:<port>` of DATABASE_HOSTS); null: simulated. */
+    server: p.string().length(200).nullable(),
+    /** Whether clients must use TLS (`connection_info.ssl_required`). */
+    sslRequired: p.boolean().default(true),
+    /** Over its storage: made read-only until back under (README, "Databases", Real servers). */
+    readOnly: p.boolean().default(false),
+    /** Why the database is `failed` (its creation did not succeed after retries); no secret. */
+    statusReason: p.string().length(500).nullable(),
     dbName: p.string().length(63),
     dbUser: p.string().length(63),
     /** SHA-256 (hex) of the generated password; the password itself is never stored. */

@@ -99,9 +99,10 @@ export const SIZE_SPECS: Record<DatabaseSize, SizeSpec> = {
 /**
  * `creating` → `running` (after the provisioning delay); `running` → `resizing` → `running` (PUT with a new size);
  * any but `deleting` → `deleting` (DELETE); `deleting` → `running` (cancel-deletion) or removed at
- * `deletion_scheduled`.
+ * `deletion_scheduled`. A real database whose creation did not succeed after its retries is `failed`
+ * (`status_reason` says why); it can only be deleted.
  */
-export const DATABASE_STATUSES = ['creating', 'running', 'resizing', 'deleting'] as const;
+export const DATABASE_STATUSES = ['creating', 'running', 'resizing', 'deleting', 'failed'] as const;
 export type DatabaseStatus = (typeof DATABASE_STATUSES)[number];
 
 export const BACKUP_TYPES = ['automatic', 'manual', 'final'] as const;

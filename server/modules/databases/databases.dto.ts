@@ -23,6 +23,11 @@ export interface DatabaseView {
   region: DatabaseRegion;
   size: DatabaseSize;
   host: string;
+  port?: number | null;
+  server?: string | null;
+  sslRequired?: boolean;
+  readOnly?: boolean;
+  statusReason?: string | null;
   dbName: string;
   dbUser: string;
   multiAz: boolean;
@@ -46,6 +51,10 @@ export function instanceOf(d: DatabaseView): DatabaseInstance {
     size: d.size,
     region: d.region,
     host: d.host,
+    port: d.port ?? ENGINE_PORTS[d.engine],
+    dbName: d.dbName,
+    dbUser: d.dbUser,
+    server: d.server ?? null,
     multiAz: d.multiAz,
   };
 }
@@ -53,20 +62,25 @@ export function instanceOf(d: DatabaseView): DatabaseInstance {
 const IDLE: InstanceMetrics = { cpuUsage: 0, memoryUsage: 0, storageUsage: 0, activeConnections: 0 };
 
 /** The load shown: the driver's while the instance serves (`running`, `resizing`), nothing otherwise. */
-function metricsOf(d: DatabaseView, driver: DatabaseDriver, now: Date): InstanceMetrics {
+export async function metricsOf(
+  d: DatabaseView,
+  driver: DatabaseDriver,
+  now: Date,
+): Promise<InstanceMetrics> {
   return d.status === 'running' || d.status === 'resizing' ? driver.metrics(instanceOf(d), now) : IDLE;
 }
 
 /** The engine's URL; the password in clear only when given (create and reset-password), `****` otherwise. */
 export function connectionString(d: DatabaseView, password?: string): string {
   const { scheme, tls } = ENGINE_URLS[d.engine];
-  const port = ENGINE_PORTS[d.engine];
-  return `${scheme}://${d.dbUser}:${password ?? MASKED_PASSWORD}@${d.host}:${port}/${d.dbName}?${tls}`;
+  const port = d.port ?? ENGINE_PORTS[d.engine];
+  const host = d.host.includes(':') ? `[${d.host}]` : d.host;
+  const query = d.sslRequired === false ? '' : `?${tls}`;
+  return `${scheme}://${d.dbUser}:${password ?? MASKED_PASSWORD}@${host}:${port}/${d.dbName}${query}`;
 }
 
-/** The list view. `now` drives the simulated metrics, so a fake clock gives exact values. */
-export function toDatabaseDto(d: DatabaseView, driver: DatabaseDriver, now: Date): TDatabase {
-  const m = metricsOf(d, driver, now);
+/** The list view, with the load `m` (metricsOf). */
+export function toDatabaseDto(d: DatabaseView, m: InstanceMetrics): TDatabase {
   return {
     id: d.id,
     name: d.name,
@@ -94,15 +108,9 @@ export function toDatabaseDto(d: DatabaseView, driver: DatabaseDriver, now: Date
  * The detail view (also the payload of the `database.*` events). `password` only in the responses that hand out a
  * new one (create, reset-password): then `connection_string` and `connection_info.password` carry it.
  */
-export function toDatabaseDetailDto(
-  d: DatabaseView,
-  driver: DatabaseDriver,
-  now: Date,
-  password?: string,
-): TDatabaseDetail {
-  const m = metricsOf(d, driver, now);
+export function toDatabaseDetailDto(d: DatabaseView, m: InstanceMetrics, password?: string): TDatabaseDetail {
   const spec = SIZE_SPECS[d.size];
-  const base = toDatabaseDto(d, driver, now);
+  const base = toDatabaseDto(d, m);
   return {
     ...base,
     connection_string: connectionString(d, password),
@@ -114,11 +122,12 @@ export function toDatabaseDetailDto(
     },
     connection_info: {
       host: d.host,
-      port: ENGINE_PORTS[d.engine],
+      port: d.port ?? ENGINE_PORTS[d.engine],
       database: d.dbName,
       user: d.dbUser,
       ...(password !== undefined ? { password } : {}),
-      ssl_required: true,
+      ssl_required: d.sslRequired ?? true,
+      simulated: !d.server,
     },
     specs: {
       vcpus: spec.vcpus,
@@ -127,6 +136,8 @@ export function toDatabaseDetailDto(
       monthly_price: spec.monthlyPriceCents / 100,
     },
     restored_from_backup_id: d.restoredFromBackupId ?? null,
+    read_only: d.readOnly ?? false,
+    status_reason: d.statusReason ?? null,
   };
 }
 
@@ -159,6 +170,7 @@ export function toBackupDto(
     description: b.description ?? null,
     type: b.type,
     status: b.status,
+    failure_reason: b.failureReason ?? null,
     size: bytes === null ? null : humanBytes(bytes),
     size_bytes: bytes,
     engine: database.engine,

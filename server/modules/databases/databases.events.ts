@@ -7,14 +7,16 @@ export const databaseCreated = defineEvent('database.created', ZDatabaseDetail, 
 });
 export const databaseUpdated = defineEvent('database.updated', ZDatabaseDetail, {
   description:
-    'A database was changed: `PUT /databases/{id}` (size, backups), its deletion canceled, or its password reset.',
+    'A database was changed: `PUT /databases/{id}` (size, backups), its deletion canceled, its password reset; ' +
+    'a real one turned read-only over its storage or writable again (`read_only`), or its creation `failed`.',
 });
 export const databaseDeleted = defineEvent('database.deleted', ZDatabaseDetail, {
   description:
     'Deletion of a database was initiated (`DELETE /databases/{id}`): it is `deleting` until `deletion_scheduled`.',
 });
 export const databaseBackupCompleted = defineEvent('database.backup.completed', ZBackup, {
-  description: 'A backup (automatic, manual or final) reached `completed`.',
+  description:
+    'A backup (automatic, manual or final) reached `completed`: for a real database, when its dump is in the store.',
 });
 
 export const DATABASE_EVENTS = [databaseCreated, databaseUpdated, databaseDeleted, databaseBackupCompleted];

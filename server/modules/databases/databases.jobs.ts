@@ -1,13 +1,13 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
-import type { JobRef } from '../../jobs/queue.js';
+import type { JobInfo, JobRef } from '../../jobs/queue.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { defineJob } from '../../kit/jobs.js';
 import { newId } from '../../lib/ids.js';
-import { DAY_MS, FINAL_BACKUP_KEPT_DAYS, type BackupType } from './databases.constants.js';
-import { instanceOf, toBackupDto } from './databases.dto.js';
-import { databaseBackupCompleted } from './databases.events.js';
+import { DAY_MS, FINAL_BACKUP_KEPT_DAYS, SIZE_SPECS, type BackupType } from './databases.constants.js';
+import { instanceOf, metricsOf, toBackupDto, toDatabaseDetailDto } from './databases.dto.js';
+import { databaseBackupCompleted, databaseUpdated } from './databases.events.js';
 import { DatabaseBackup } from './database-backup.entity.js';
 import { ManagedDatabase } from './database.entity.js';
 import { DatabaseUsagePeriod } from './database-usage-period.entity.js';
@@ -31,6 +31,11 @@ export interface TransitionJobData {
   database_id: string;
   /** The database's `generation` when the job was queued. */
   generation: number;
+  /**
+   * Creation of a real database: its password as the server stores it (a SCRAM verifier or a native hash, never
+   * the password), for the job to create the login with.
+   */
+  verifier?: string | null;
 }
 
 export interface BackupJobData {
@@ -47,13 +52,13 @@ const RETRY = { retryLimit: 5, retryDelaySeconds: 1, retryBackoff: true } as con
 
 export const databasesReadyJob = defineJob<TransitionJobData>(
   'databases.ready',
-  (deps, data) => finishTransition(deps, data),
+  (deps, data, job) => finishTransition(deps, data, job),
   { ...RETRY, batchSize: 10 },
 );
 
 export const databasesCompleteBackupJob = defineJob<BackupJobData>(
   'databases.complete-backup',
-  (deps, data) => completeBackup(deps, data.backup_id),
+  (deps, data, job) => completeBackup(deps, data.backup_id, { job }),
   { ...RETRY, batchSize: 10 },
 );
 
@@ -66,8 +71,8 @@ export const databasesAutoBackupJob = defineJob<AutoBackupJobData>(
 
 export const databasesRemoveJob = defineJob<TransitionJobData>(
   'databases.remove',
-  async (deps, data) => {
-    await removeDatabase(deps, data.database_id, data.generation);
+  async (deps, data, job) => {
+    await removeDatabase(deps, data.database_id, data.generation, job);
   },
   { ...RETRY, batchSize: 10 },
 );
@@ -218,29 +223,66 @@ export async function startBackup(
   return { backup, wake };
 }
 
-/** `pending` → `completed`, inside `tx`: size from the driver, `last_backup`, `database.backup.completed`. */
-async function finishBackup(deps: AppDeps, tx: Em, b: DatabaseBackup, d: ManagedDatabase, now: Date) {
-  b.sizeBytes = await deps.modules.databases.driver.backupSize(instanceOf(d), b.id, now);
-  b.status = 'completed';
-  b.completedAt = now;
+/** Whether `job` has attempts left (a job's retries); no job (the sweep, a direct call): none. */
+function retriesLeft(job: JobInfo | undefined, limit: number = RETRY.retryLimit): boolean {
+  return job !== undefined && job.retryCount < limit;
+}
+
+/** An error's message for the API's records: drivers already leave credentials out; at most 500 characters. */
+function reasonOf(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).slice(0, 500) || 'unknown error';
+}
+
+/** `pending` → `completed` (or `failed` with `reason`), inside `tx`: `last_backup`, `database.backup.completed`. */
+function finishBackup(
+  tx: Em,
+  b: DatabaseBackup,
+  d: ManagedDatabase,
+  now: Date,
+  result: { sizeBytes: number } | { reason: string },
+) {
   b.updatedAt = now;
+  if ('reason' in result) {
+    b.status = 'failed';
+    b.failureReason = result.reason;
+    return;
+  }
+  b.sizeBytes = result.sizeBytes;
+  b.status = 'completed';
+  b.failureReason = null;
+  b.completedAt = now;
   if (!d.lastBackupAt || d.lastBackupAt < now) d.lastBackupAt = now;
   recordEvent(tx, databaseBackupCompleted, toBackupDto(b, d), b.organization.id, now);
 }
 
 /**
- * The completion job: a `pending` backup becomes `completed`. Locks the database before the backup, the order of
- * every other path that holds both (DELETE, cancel-deletion, the removal): the other order could deadlock with them.
+ * The completion job: the driver takes the backup (a real dump: outside any transaction, it can take minutes), then
+ * a `pending` backup becomes `completed`, or `failed` with the reason once the job has no attempt left. Locks the
+ * database before the backup, the order of every other path that holds both (DELETE, cancel-deletion, the
+ * removal): the other order could deadlock with them. `sweep`: a real backup is left to its job for an hour.
  */
-export async function completeBackup(deps: AppDeps, backupId: string): Promise<void> {
+export async function completeBackup(
+  deps: AppDeps,
+  backupId: string,
+  opts: { job?: JobInfo; sweep?: boolean } = {},
+): Promise<void> {
+  const em = deps.db.orm.em.fork();
+  const pending = await em.findOne(DatabaseBackup, { id: backupId, status: 'pending' });
+  if (!pending) return;
+  const source = await em.findOne(ManagedDatabase, { id: pending.database.id, removedAt: null });
+  if (!source) return;
+  const now = deps.clock.now();
+  if (opts.sweep && source.server && now.getTime() - pending.createdAt.getTime() < 3_600_000) return;
+  let result: { sizeBytes: number } | { reason: string };
+  try {
+    result = { sizeBytes: await deps.modules.databases.driver.runBackup(instanceOf(source), backupId, now) };
+  } catch (err) {
+    deps.log.warn({ backup_id: backupId, err: reasonOf(err) }, 'database backup failed');
+    if (retriesLeft(opts.job)) throw new Error(reasonOf(err), { cause: err });
+    result = { reason: reasonOf(err) };
+  }
   await deps.db.orm.em.fork().transactional(async (tx) => {
-    const found = await tx.findOne(DatabaseBackup, { id: backupId }, { fields: ['id', 'database'] });
-    if (!found) return;
-    const d = await tx.findOne(
-      ManagedDatabase,
-      { id: found.database.id },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+    const d = await tx.findOne(ManagedDatabase, { id: source.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!d || d.removedAt) return;
     const b = await tx.findOne(
       DatabaseBackup,
@@ -248,14 +290,43 @@ export async function completeBackup(deps: AppDeps, backupId: string): Promise<v
       { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
     );
     if (!b || b.status !== 'pending') return;
-    await finishBackup(deps, tx, b, d, deps.clock.now());
+    finishBackup(tx, b, d, deps.clock.now(), result);
   });
 }
 
 // ---------- transitions ----------
 
-/** The readiness job: `creating` or `resizing` → `running`, for the generation it was queued for. */
-export async function finishTransition(deps: AppDeps, data: TransitionJobData): Promise<void> {
+/**
+ * The readiness job: `creating` or `resizing` → `running`, for the generation it was queued for. A real database is
+ * created (or its new size applied) on its server first, outside any transaction; a creation that still fails when
+ * the job has no attempt left makes the database `failed` with the reason (the driver left nothing on the server);
+ * a resize that fails stays `resizing` with the reason, and the sweep tries it again every minute.
+ */
+export async function finishTransition(deps: AppDeps, data: TransitionJobData, job?: JobInfo): Promise<void> {
+  const em = deps.db.orm.em.fork();
+  const current = await em.findOne(ManagedDatabase, { id: data.database_id, removedAt: null });
+  if (!current || current.generation !== data.generation) return;
+  if (current.status !== 'creating' && current.status !== 'resizing') return;
+  let failure: string | null = null;
+  if (current.server) {
+    const driver = deps.modules.databases.driver;
+    try {
+      if (current.status === 'creating') {
+        // Only the job queued by the create carries the credentials: the sweep leaves a creation to it.
+        if (data.verifier === undefined) return;
+        await driver.create(instanceOf(current), {
+          fromBackupId: current.restoredFromBackupId,
+          verifier: data.verifier,
+        });
+      } else {
+        await driver.applySize(instanceOf(current));
+      }
+    } catch (err) {
+      deps.log.warn({ database_id: current.id, err: reasonOf(err) }, 'database change failed');
+      if (retriesLeft(job)) throw new Error(reasonOf(err), { cause: err });
+      failure = reasonOf(err);
+    }
+  }
   await deps.db.orm.em.fork().transactional(async (tx) => {
     const d = await tx.findOne(
       ManagedDatabase,
@@ -264,22 +335,71 @@ export async function finishTransition(deps: AppDeps, data: TransitionJobData): 
     );
     if (!d || d.generation !== data.generation) return;
     if (d.status !== 'creating' && d.status !== 'resizing') return;
+    const now = deps.clock.now();
+    if (failure !== null) {
+      d.statusReason = failure;
+      if (d.status === 'creating') {
+        d.status = 'failed';
+        d.updatedAt = now;
+        d.nextBackupAt = null;
+        d.backupSchedule += 1;
+        await closeUsagePeriod(tx, d.id, now);
+        recordEvent(
+          tx,
+          databaseUpdated,
+          toDatabaseDetailDto(d, await metricsOf(d, deps.modules.databases.driver, now)),
+          d.organization.id,
+          now,
+        );
+      }
+      return;
+    }
     d.status = 'running';
-    d.updatedAt = deps.clock.now();
+    d.statusReason = null;
+    d.updatedAt = now;
   });
 }
 
 /**
- * The removal at `deletion_scheduled`: the database disappears from the API (404), a final backup still pending is
- * completed first, the other backups go, and the final backups stay restorable for 7 days. Without `generation`
- * (the sweep) any `deleting` database due is removed.
+ * The removal at `deletion_scheduled`: the database disappears from the API (404), its final backup is completed
+ * first, the other backups go, and the final backups stay restorable for 7 days. A real database's final backup is
+ * dumped again just before its database and login are dropped (its sessions end), so it holds what was written
+ * during the grace period; while that dump fails the database stays `deleting` (the job, then the sweep, retry):
+ * nothing is dropped without a dump. Without `generation` (the sweep) any `deleting` database due is removed.
  */
 export async function removeDatabase(
   deps: AppDeps,
   databaseId: string,
   generation?: number,
+  job?: JobInfo,
 ): Promise<boolean> {
   const driver = deps.modules.databases.driver;
+  const em = deps.db.orm.em.fork();
+  const pre = await em.findOne(ManagedDatabase, { id: databaseId, removedAt: null });
+  if (!pre || pre.status !== 'deleting') return false;
+  if (generation !== undefined && pre.generation !== generation) return false;
+  let lastDump: { id: string; sizeBytes: number } | null = null;
+  if (pre.server) {
+    const final = await em.findOne(
+      DatabaseBackup,
+      { database: pre.id, type: 'final' },
+      { orderBy: { createdAt: 'desc', id: 'desc' } },
+    );
+    if (final) {
+      try {
+        lastDump = {
+          id: final.id,
+          sizeBytes: await driver.runBackup(instanceOf(pre), final.id, deps.clock.now()),
+        };
+      } catch (err) {
+        deps.log.warn(
+          { database_id: pre.id, err: reasonOf(err), attempt: job?.retryCount },
+          'final backup failed: the removal waits',
+        );
+        throw new Error(reasonOf(err), { cause: err });
+      }
+    }
+  }
   return deps.db.orm.em.fork().transactional(async (tx) => {
     const now = deps.clock.now();
     const d = await tx.findOne(
@@ -297,7 +417,14 @@ export async function removeDatabase(
     const keepUntil = new Date(now.getTime() + FINAL_BACKUP_KEPT_DAYS * DAY_MS);
     for (const b of backups) {
       if (b.type === 'final') {
-        if (b.status === 'pending') await finishBackup(deps, tx, b, d, now);
+        if (lastDump && b.id === lastDump.id) {
+          if (b.status === 'completed') {
+            b.sizeBytes = lastDump.sizeBytes;
+            b.completedAt = now;
+          } else finishBackup(tx, b, d, now, { sizeBytes: lastDump.sizeBytes });
+        } else if (b.status === 'pending') {
+          finishBackup(tx, b, d, now, { sizeBytes: await driver.runBackup(instanceOf(d), b.id, now) });
+        }
         b.expiresAt = keepUntil;
         b.updatedAt = now;
       } else {
@@ -351,7 +478,13 @@ export async function sweepDatabases(
     { status: 'deleting', removedAt: null, deletionScheduledAt: { $lte: now } },
     { fields: ['id'], limit: 500 },
   );
-  for (const d of due) if (await removeDatabase(deps, d.id)) removedDatabases++;
+  for (const d of due) {
+    try {
+      if (await removeDatabase(deps, d.id)) removedDatabases++;
+    } catch {
+      // Logged by the removal; tried again at the next sweep.
+    }
+  }
 
   const overdue = new Date(now.getTime() - deps.config.provisioningDelayMs - 60_000);
   let finished = 0;
@@ -364,14 +497,67 @@ export async function sweepDatabases(
     await finishTransition(deps, { database_id: d.id, generation: d.generation });
     finished++;
   }
+  await enforceStorage(deps);
   const pending = await em.find(
     DatabaseBackup,
     { status: 'pending', createdAt: { $lt: overdue } },
     { fields: ['id'], limit: 500 },
   );
   for (const b of pending) {
-    await completeBackup(deps, b.id);
+    await completeBackup(deps, b.id, { sweep: true });
     finished++;
   }
   return { removedBackups, removedDatabases, finished };
+}
+
+/**
+ * The storage check of the sweep (README, "Databases", Real servers): a real `running` database over the storage of
+ * its size becomes read-only, and writable again once back under; each change emits `database.updated`.
+ * `limitBytes` (tests) replaces the storage of the size.
+ */
+export async function enforceStorage(
+  deps: AppDeps,
+  limitBytes: (d: ManagedDatabase) => number = (d) => SIZE_SPECS[d.size].storageGb * 1e9,
+): Promise<number> {
+  const driver = deps.modules.databases.driver;
+  const em = deps.db.orm.em.fork();
+  const real = await em.find(
+    ManagedDatabase,
+    { server: { $ne: null }, status: 'running', removedAt: null },
+    { limit: 1000 },
+  );
+  let changed = 0;
+  for (const d of real) {
+    let over: boolean;
+    try {
+      const bytes = await driver.storageBytes(instanceOf(d));
+      if (bytes === null) continue;
+      over = bytes > limitBytes(d);
+      if (over === d.readOnly) continue;
+      await driver.setReadOnly(instanceOf(d), over);
+    } catch (err) {
+      deps.log.warn({ database_id: d.id, err: reasonOf(err) }, 'database storage check failed');
+      continue;
+    }
+    await deps.db.orm.em.fork().transactional(async (tx) => {
+      const now = deps.clock.now();
+      const locked = await tx.findOne(
+        ManagedDatabase,
+        { id: d.id },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
+      if (!locked) return;
+      locked.readOnly = over;
+      locked.updatedAt = now;
+      recordEvent(
+        tx,
+        databaseUpdated,
+        toDatabaseDetailDto(locked, await metricsOf(locked, driver, now)),
+        locked.organization.id,
+        now,
+      );
+    });
+    changed++;
+  }
+  return changed;
 }

@@ -1,14 +1,18 @@
 import type { Config } from '../../config.js';
+import type { AppDeps } from '../../kit/deps.js';
 import { defineModule, type ModuleManifest } from '../../kit/module.js';
 import { DatabaseBackup } from './database-backup.entity.js';
 import { DatabaseUsagePeriod } from './database-usage-period.entity.js';
 import { ManagedDatabase } from './database.entity.js';
 import type { DatabaseDriver } from './databases.driver.js';
 import { DATABASE_EVENTS } from './databases.events.js';
+import { DirectoryBackupStore } from './drivers/backup-store.js';
+import { HostedDatabaseDriver } from './drivers/hosted-databases.driver.js';
 import { DATABASE_JOBS } from './databases.jobs.js';
 import { databasesRouter } from './databases.router.js';
 import { databasesUsageCounter, databasesUsageReporter } from './databases.usage.js';
 import { Migration20261121000050_databases } from './migrations/Migration20261121000050_databases.js';
+import { Migration20261126000050_databases_real } from './migrations/Migration20261126000050_databases_real.js';
 import { SimulatedDatabaseDriver } from './simulated-databases.driver.js';
 
 /** What the databases module keeps per process (`deps.modules.databases`). */
@@ -17,16 +21,30 @@ export interface DatabasesRuntime {
   readonly driver: DatabaseDriver;
 }
 
+/**
+ * The driver of this process, from the configuration: real servers with `DATABASE_HOSTS` (README, "Databases",
+ * Real servers), dumps in `BACKUP_DIR`; otherwise the simulated hosts (README, "Databases", Simulation), each change
+ * done after PROVISIONING_DELAY_MS.
+ */
+function createDatabasesRuntime(deps: AppDeps, config: Config): DatabasesRuntime {
+  const { hosts, backupDir } = config.databases;
+  return {
+    driver: hosts
+      ? new HostedDatabaseDriver(hosts, new DirectoryBackupStore(backupDir), deps.log)
+      : new SimulatedDatabaseDriver(config.provisioningDelayMs),
+  };
+}
+
 // Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
 export const databasesModule: ModuleManifest<'databases', DatabasesRuntime> = defineModule({
   name: 'databases',
   router: databasesRouter,
-  // The simulated hosts (README, "Databases", Simulation), each change done after PROVISIONING_DELAY_MS.
-  create: (_deps, config: Config): DatabasesRuntime => ({
-    driver: new SimulatedDatabaseDriver(config.provisioningDelayMs),
-  }),
+  create: createDatabasesRuntime,
   entities: [ManagedDatabase, DatabaseBackup, DatabaseUsagePeriod],
-  migrations: [{ name: 'Migration20261121000050_databases', class: Migration20261121000050_databases }],
+  migrations: [
+    { name: 'Migration20261121000050_databases', class: Migration20261121000050_databases },
+    { name: 'Migration20261126000050_databases_real', class: Migration20261126000050_databases_real },
+  ],
   jobs: DATABASE_JOBS,
   events: DATABASE_EVENTS,
   // Deleting a user moves their databases (removed ones included) to the user who deleted them;

@@ -21,7 +21,8 @@ import type { DatabaseView } from './databases.dto.js';
 const LIST: RawPageSpec = {
   table: 'databases',
   select: `
-    id, name, engine, version, status, region, size, host, db_name, db_user, multi_az, backup_enabled,
+    id, name, engine, version, status, region, size, host, port, server, ssl_required, db_name, db_user,
+    multi_az, backup_enabled,
     backup_retention, user_id, ${epochMs('created_at')} as created_ms,
     ${epochMs('updated_at')} as updated_ms, ${epochMs('last_backup_at')} as last_backup_ms,
     ${epochMs('next_backup_at')} as next_backup_ms,
@@ -55,6 +56,9 @@ interface ListRow {
   region: DatabaseRegion;
   size: DatabaseSize;
   host: string;
+  port: number | null;
+  server: string | null;
+  ssl_required: boolean;
   db_name: string;
   db_user: string;
   multi_az: boolean;
@@ -78,6 +82,9 @@ function toView(r: ListRow): DatabaseView {
     region: r.region,
     size: r.size,
     host: r.host,
+    port: r.port,
+    server: r.server,
+    sslRequired: r.ssl_required,
     dbName: r.db_name,
     dbUser: r.db_user,
     multiAz: r.multi_az,

@@ -79,13 +79,18 @@ export const databasesRouter = router({
         tags,
         summary: 'Create a database',
         description:
-          'The database starts `creating` and becomes `running` after the provisioning delay. This response alone ' +
-          'carries the generated password (`connection_info.password`, and in clear in `connection_string`): it ' +
-          'is stored as a hash only. With `backup_id`, the database starts from that completed backup. Beyond the ' +
-          'plan limit: 402 `PLAN_LIMIT_EXCEEDED`.',
+          'The database starts `creating` and becomes `running` after the provisioning delay (simulated) or once ' +
+          'a real server has created it (`DATABASE_HOSTS`: README, "Databases", Real servers). This response ' +
+          'alone carries the generated password (`connection_info.password`, and in clear in ' +
+          '`connection_string`): it is stored as a hash only. With `backup_id`, the database starts from that ' +
+          'completed backup (a real one restores its dump). Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`. ' +
+          'With `DATABASE_HOSTS` set, an engine or region that has no server taking new databases (MongoDB ' +
+          'always) is refused with 409 `UNSUPPORTED_PLACEMENT`.',
         errorResponses: {
           402: 'The plan allows no more databases; details name `{resource, limit, current}`',
-          409: 'The name is taken, or the backup is not completed or of another engine',
+          409:
+            '`CONFLICT`: the name is taken, or the backup is not completed, of another engine or simulated; ' +
+            '`UNSUPPORTED_PLACEMENT`: no server of that engine and region (DATABASE_HOSTS)',
         },
       },
       successStatus: 201,

@@ -164,7 +164,9 @@ export const ZDatabaseMetrics = z
     memory_usage: ZPercent.describe('Percent of the memory in use'),
     storage_usage: ZPercent.describe('Percent of the storage in use'),
   })
-  .describe('Simulated load (README, "Databases"); all 0 unless `running` or `resizing`')
+  .describe(
+    'Load, simulated or read from a real server (README, "Databases"); all 0 unless `running` or `resizing`',
+  )
   .meta({ id: 'DatabaseMetrics' });
 
 export const ZDatabaseDetailMetrics = z
@@ -175,7 +177,9 @@ export const ZDatabaseDetailMetrics = z
       max: z.number().int().describe('Connection limit of the size: 50, 100, 200 or 400'),
     }),
   })
-  .describe('Simulated load (README, "Databases"); all 0 unless `running` or `resizing`')
+  .describe(
+    'Load, simulated or read from a real server (README, "Databases"); all 0 unless `running` or `resizing`',
+  )
   .meta({ id: 'DatabaseDetailMetrics' });
 
 const databaseFields = {
@@ -185,7 +189,10 @@ const databaseFields = {
   version: z.enum(DATABASE_VERSIONS),
   status: z
     .enum(DATABASE_STATUSES)
-    .describe('`creating` → `running`; `resizing` while a new size is applied; `deleting` until removed'),
+    .describe(
+      '`creating` → `running`; `resizing` while a new size is applied; `deleting` until removed; `failed` when ' +
+        'a real server could not create it after retries (`status_reason`; it can only be deleted)',
+    ),
   region: z.enum(DATABASE_REGIONS),
   size: z.enum(DATABASE_SIZES),
   storage: z.string().describe('SSD storage of the size: `20 GB`, `100 GB`, `500 GB` or `1 TB`'),
@@ -218,15 +225,26 @@ export type TDatabase = z.infer<typeof ZDatabase>;
 
 export const ZConnectionInfo = z
   .object({
-    host: z.string().describe('`<name>-<random>.<region>.db.example.com`'),
-    port: z.number().int().describe('5432 (PostgreSQL), 3306 (MySQL) or 27017 (MongoDB)'),
+    host: z.string().describe('The real server’s host; simulated: `<name>-<random>.<region>.db.example.com`'),
+    port: z
+      .number()
+      .int()
+      .describe('The real server’s port; simulated: 5432 (PostgreSQL), 3306 (MySQL) or 27017 (MongoDB)'),
     database: z.string(),
     user: z.string(),
     password: z
       .string()
       .optional()
       .describe('Only in the create and reset-password responses; stored as a hash, never shown again'),
-    ssl_required: z.boolean().describe('Always true: connections must use TLS'),
+    ssl_required: z
+      .boolean()
+      .describe('Whether connections must use TLS: always for simulated ones; a real server’s own setting'),
+    simulated: z
+      .boolean()
+      .describe(
+        'True when no real server holds the database (no `DATABASE_HOSTS`): nothing can connect to it. False: ' +
+          'a real database on a server of `DATABASE_HOSTS`',
+      ),
   })
   .meta({ id: 'DatabaseConnectionInfo' });
 
@@ -247,6 +265,13 @@ export const ZDatabaseDetail = z
       .string()
       .nullable()
       .describe('The backup this database was created from (`backup_…`), or null'),
+    read_only: z
+      .boolean()
+      .describe('True while a real database is over its storage: writes are refused until it is back under'),
+    status_reason: z
+      .string()
+      .nullable()
+      .describe('Why the database is `failed` (the server’s error, without credentials); null otherwise'),
   })
   .meta({ id: 'DatabaseDetail' });
 export type TDatabaseDetail = z.infer<typeof ZDatabaseDetail>;
@@ -290,7 +315,13 @@ export const ZBackup = z
     type: z
       .enum(BACKUP_TYPES)
       .describe('`automatic` (scheduled), `manual` (POST), `final` (taken when deletion starts)'),
-    status: z.enum(BACKUP_STATUSES).describe('`pending` → `completed` (or `failed`)'),
+    status: z
+      .enum(BACKUP_STATUSES)
+      .describe('`pending` → `completed`, or `failed` when the dump did not succeed after retries'),
+    failure_reason: z
+      .string()
+      .nullable()
+      .describe('Why the backup `failed` (the dump’s error, without credentials); null otherwise'),
     size: z.string().nullable().describe('Human readable (`1.2 GB`); null until completed'),
     size_bytes: z.number().int().nullable().describe('The same in bytes; null until completed'),
     engine: z.enum(DATABASE_ENGINES).describe('Engine of the backed-up database'),

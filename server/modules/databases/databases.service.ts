@@ -16,13 +16,13 @@ import { iso } from '../../lib/time.js';
 import {
   DAY_MS,
   DEFAULT_BACKUP_RETENTION_DAYS,
-  DEFAULT_DB_NAME,
-  DEFAULT_DB_USER,
   DEFAULT_VERSIONS,
   FINAL_BACKUP_KEPT_DAYS,
   type DatabaseEngine,
+  type DatabaseRegion,
 } from './databases.constants.js';
-import { instanceOf, toDatabaseDetailDto, toDatabaseDto } from './databases.dto.js';
+import type { DatabaseDriver, Placement } from './databases.driver.js';
+import { instanceOf, metricsOf, toDatabaseDetailDto, toDatabaseDto } from './databases.dto.js';
 import { databaseCreated, databaseDeleted, databaseUpdated } from './databases.events.js';
 import {
   closeUsagePeriod,
@@ -102,7 +102,9 @@ export async function listDatabases(
   const now = ctx.deps.clock.now();
   return {
     success: true,
-    databases: found.items.map((d) => toDatabaseDto(d, driver, now)),
+    databases: await Promise.all(
+      found.items.map(async (d) => toDatabaseDto(d, await metricsOf(d, driver, now))),
+    ),
     ...pageFields(request, found),
   };
 }
@@ -110,10 +112,9 @@ export async function listDatabases(
 export async function getDatabase(ctx: ActorContext, input: TDatabaseIdInput): Promise<TDatabaseOutput> {
   const d = await ctx.em.findOne(ManagedDatabase, scopedDatabaseFilter(ctx.actor, input.id));
   if (!d) throw databaseNotFound();
-  return {
-    success: true,
-    database: toDatabaseDetailDto(d, ctx.deps.modules.databases.driver, ctx.deps.clock.now()),
-  };
+  const driver = ctx.deps.modules.databases.driver;
+  const m = await metricsOf(d, driver, ctx.deps.clock.now());
+  return { success: true, database: toDatabaseDetailDto(d, m) };
 }
 
 const noSuchBackup = () => validation('backup_id', 'No such backup in this organization');
@@ -185,8 +186,15 @@ export async function createDatabase(
     }
     const size = input.size ?? from?.source.size ?? 'small';
     const region = input.region ?? from?.source.region ?? 'us-east';
+    const id = newId('db');
+    const place = await placeDatabase(tx, driver, { id, name: input.name, engine: input.engine, region });
+    if (from && place.server && !from.source.server) {
+      throw conflict(
+        `Backup ${from.backup.id} is of a simulated database: it holds no data to restore into a real one`,
+      );
+    }
     const d = tx.create(ManagedDatabase, {
-      id: newId('db'),
+      id,
       createdAt: now,
       updatedAt: now,
       organization: actor.organizationId,
@@ -200,9 +208,14 @@ export async function createDatabase(
       backupEnabled: input.backup_enabled ?? true,
       multiAz: input.multi_az ?? false,
       backupRetention: input.backup_retention ?? DEFAULT_BACKUP_RETENTION_DAYS,
-      host: driver.hostname({ name: input.name, region }),
-      dbName: DEFAULT_DB_NAME,
-      dbUser: DEFAULT_DB_USER,
+      host: place.host,
+      port: place.server ? place.port : null,
+      server: place.server,
+      sslRequired: place.server ? false : true,
+      readOnly: false,
+      statusReason: null,
+      dbName: place.dbName,
+      dbUser: place.dbUser,
       passwordHash: sha256Hex(password),
       generation: 1,
       backupSchedule: 0,
@@ -213,15 +226,62 @@ export async function createDatabase(
       restoredFromBackupId: from?.backup.id ?? null,
     });
     const op = await driver.provision(instanceOf(d), { fromBackupId: from?.backup.id });
-    await driver.setPassword(instanceOf(d), password);
+    // A real server's login is created by the job, from the password's verifier (the password is never stored).
+    const verifier = d.server ? driver.passwordVerifier(d.engine, password) : undefined;
     openUsagePeriod(tx, d, now);
-    after.push(await queue(deps, tx, databasesReadyJob, { database_id: d.id, generation: 1 }, op.readyInMs));
+    after.push(
+      await queue(
+        deps,
+        tx,
+        databasesReadyJob,
+        { database_id: d.id, generation: 1, ...(verifier ? { verifier } : {}) },
+        op.readyInMs,
+      ),
+    );
     if (d.backupEnabled) after.push(await scheduleAutomaticBackups(deps, tx, d, now));
-    recordEvent(tx, databaseCreated, toDatabaseDetailDto(d, driver, now), actor.organizationId, now);
+    recordEvent(
+      tx,
+      databaseCreated,
+      toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
+      actor.organizationId,
+      now,
+    );
     return d;
   });
   runAll(after);
-  return { success: true, database: toDatabaseDetailDto(database, driver, deps.clock.now(), password) };
+  return {
+    success: true,
+    database: toDatabaseDetailDto(database, await metricsOf(database, driver, deps.clock.now()), password),
+  };
+}
+
+/**
+ * Where a new database goes: among the driver's places for its engine and region, the server holding the fewest
+ * databases (not removed). None → 409 UNSUPPORTED_PLACEMENT: with DATABASE_HOSTS set, an engine or region without
+ * a server is refused, never simulated.
+ */
+async function placeDatabase(
+  tx: Em,
+  driver: DatabaseDriver,
+  spec: { id: string; name: string; engine: DatabaseEngine; region: DatabaseRegion },
+): Promise<Placement> {
+  const places = driver.placements(spec);
+  if (!places.length) {
+    throw new AppError(
+      'UNSUPPORTED_PLACEMENT',
+      `No ${spec.engine} server takes new databases in ${spec.region}: choose another engine or region`,
+      { details: [{ path: 'engine', message: `No ${spec.engine} server in ${spec.region}` }] },
+    );
+  }
+  if (places.length === 1) return places[0]!;
+  const counts = await tx.execute<{ server: string; n: string | number }[]>(
+    `select server, count(*) as n from databases where removed_at is null and server in (${places
+      .map(() => '?')
+      .join(', ')}) group by server`,
+    places.map((p) => p.server),
+  );
+  const held = new Map(counts.map((r) => [r.server, Number(r.n)]));
+  return places.reduce((best, p) => ((held.get(p.server!) ?? 0) < (held.get(best.server!) ?? 0) ? p : best));
 }
 
 function notWhile(status: string, action: string): AppError {
@@ -277,12 +337,21 @@ export async function updateDatabase(
     }
     if (changed) {
       d.updatedAt = now;
-      recordEvent(tx, databaseUpdated, toDatabaseDetailDto(d, driver, now), d.organization.id, now);
+      recordEvent(
+        tx,
+        databaseUpdated,
+        toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
+        d.organization.id,
+        now,
+      );
     }
     return d;
   });
   runAll(after);
-  return { success: true, database: toDatabaseDetailDto(database, driver, deps.clock.now()) };
+  return {
+    success: true,
+    database: toDatabaseDetailDto(database, await metricsOf(database, driver, deps.clock.now())),
+  };
 }
 
 export async function deleteDatabase(
@@ -318,7 +387,13 @@ export async function deleteDatabase(
       final.wake,
       await queue(deps, tx, databasesRemoveJob, { database_id: d.id, generation: d.generation }, graceMs),
     );
-    recordEvent(tx, databaseDeleted, toDatabaseDetailDto(d, driver, now), d.organization.id, now);
+    recordEvent(
+      tx,
+      databaseDeleted,
+      toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
+      d.organization.id,
+      now,
+    );
     return { database: d, finalBackup: final.backup };
   });
   runAll(after);
@@ -356,11 +431,20 @@ export async function cancelDeletion(
       { expiresAt: null, updatedAt: now },
     );
     if (d.backupEnabled) after.push(await scheduleAutomaticBackups(deps, tx, d, now));
-    recordEvent(tx, databaseUpdated, toDatabaseDetailDto(d, driver, now), d.organization.id, now);
+    recordEvent(
+      tx,
+      databaseUpdated,
+      toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
+      d.organization.id,
+      now,
+    );
     return d;
   });
   runAll(after);
-  return { success: true, database: toDatabaseDetailDto(database, driver, deps.clock.now()) };
+  return {
+    success: true,
+    database: toDatabaseDetailDto(database, await metricsOf(database, driver, deps.clock.now())),
+  };
 }
 
 export async function resetPassword(
@@ -374,15 +458,32 @@ export async function resetPassword(
     const now = deps.clock.now();
     const d = await lockDatabase(tx, actor, input.id);
     if (d.status === 'deleting') throw notWhile(d.status, 'cancel the deletion first');
-    await driver.setPassword(instanceOf(d), password);
+    if (d.server && d.status !== 'running' && d.status !== 'resizing') {
+      throw notWhile(d.status, 'its password can be reset once it is running');
+    }
+    try {
+      await driver.setPassword(instanceOf(d), password);
+    } catch (err) {
+      deps.log.warn({ database_id: d.id, err: (err as Error).message }, 'database password reset failed');
+      throw new AppError(
+        'SERVICE_UNAVAILABLE',
+        'The database server did not answer; the password is unchanged. Try again shortly',
+      );
+    }
     d.passwordHash = sha256Hex(password);
     d.updatedAt = now;
-    recordEvent(tx, databaseUpdated, toDatabaseDetailDto(d, driver, now), d.organization.id, now);
+    recordEvent(
+      tx,
+      databaseUpdated,
+      toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
+      d.organization.id,
+      now,
+    );
     return d;
   });
   return {
     success: true,
-    database: toDatabaseDetailDto(database, driver, deps.clock.now(), password),
+    database: toDatabaseDetailDto(database, await metricsOf(database, driver, deps.clock.now()), password),
     password,
   };
 }

@@ -1,10 +1,19 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { SIZE_SPECS, type DatabaseRegion, type DatabaseSize } from './databases.constants.js';
+import {
+  DEFAULT_DB_NAME,
+  DEFAULT_DB_USER,
+  ENGINE_PORTS,
+  SIZE_SPECS,
+  type DatabaseEngine,
+  type DatabaseRegion,
+  type DatabaseSize,
+} from './databases.constants.js';
 import type {
   DatabaseDriver,
   DatabaseInstance,
   DriverOperation,
   InstanceMetrics,
+  Placement,
 } from './databases.driver.js';
 
 /**
@@ -24,19 +33,36 @@ export class SimulatedDatabaseDriver implements DatabaseDriver {
 
   constructor(private readonly delayMs: number) {}
 
-  hostname(spec: { name: string; region: DatabaseRegion }): string {
+  /** One place, on a host named `<name>-<random>.<region>.db.example.com`. */
+  placements(spec: { name: string; engine: DatabaseEngine; region: DatabaseRegion }): Placement[] {
     // A DNS label has at most 63 characters: the name is shortened to leave room for `-` and 8 random ones.
     const label = spec.name.slice(0, 54).replace(/-+$/, '');
-    return `${label}-${randomLabel(8)}.${spec.region}.db.example.com`;
+    return [
+      {
+        server: null,
+        host: `${label}-${randomLabel(8)}.${spec.region}.db.example.com`,
+        port: ENGINE_PORTS[spec.engine],
+        dbName: DEFAULT_DB_NAME,
+        dbUser: DEFAULT_DB_USER,
+      },
+    ];
+  }
+
+  passwordVerifier(): null {
+    return null;
   }
 
   async provision(): Promise<DriverOperation> {
     return { readyInMs: this.delayMs };
   }
 
+  async create(): Promise<void> {}
+
   async resize(): Promise<DriverOperation> {
     return { readyInMs: this.delayMs };
   }
+
+  async applySize(): Promise<void> {}
 
   async setPassword(): Promise<void> {}
 
@@ -44,8 +70,8 @@ export class SimulatedDatabaseDriver implements DatabaseDriver {
     return { readyInMs: this.delayMs };
   }
 
-  async backupSize(instance: DatabaseInstance, _backupId: string, at: Date): Promise<number> {
-    const { storageUsage } = this.load(instance.id, instance.size, at);
+  async runBackup(instance: DatabaseInstance, _backupId: string, at: Date): Promise<number> {
+    const { storageUsage } = this.metricsAt(instance, at);
     return Math.round(SIZE_SPECS[instance.size].storageGb * 1e9 * (storageUsage / 100) * 0.6);
   }
 
@@ -53,7 +79,20 @@ export class SimulatedDatabaseDriver implements DatabaseDriver {
 
   async destroy(): Promise<void> {}
 
-  metrics(instance: DatabaseInstance, at: Date): InstanceMetrics {
+  async metrics(instance: DatabaseInstance, at: Date): Promise<InstanceMetrics> {
+    return this.metricsAt(instance, at);
+  }
+
+  async storageBytes(): Promise<null> {
+    return null;
+  }
+
+  async setReadOnly(): Promise<void> {}
+
+  async close(): Promise<void> {}
+
+  /** The load at `at`, computed (the same for the same id, size and instant). */
+  metricsAt(instance: { id: string; size: DatabaseSize }, at: Date): InstanceMetrics {
     return this.load(instance.id, instance.size, at);
   }
 

@@ -12,6 +12,7 @@ import { appendLogLines, followLogs, readLogLines, type LogEvent } from './build
 import type { DeploymentStatus } from './hosting.constants.js';
 import { shortId, toDeploymentDto, toSiteDetailDto } from './hosting.dto.js';
 import { edgeRoutesChanged } from './edge.js';
+import { openEnvironment } from './site-environment.js';
 import { completeDeployment, scheduleBuildStep, startNextBuild } from './hosting.jobs.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import { HostingSite } from './hosting-site.entity.js';
@@ -270,5 +271,13 @@ export async function rollback(ctx: ActorContext, input: TRollbackInput): Promis
   });
   // The edge serves the chosen deployment at once (edge.ts).
   edgeRoutesChanged(deps);
-  return { success: true, site: toSiteDetailDto(site, deps.config.sitesDomain, deps.clock.now()) };
+  return {
+    success: true,
+    site: toSiteDetailDto(
+      site,
+      deps.config.sitesDomain,
+      deps.clock.now(),
+      openEnvironment(deps, site.environmentVariables),
+    ),
+  };
 }

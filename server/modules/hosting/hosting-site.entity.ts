@@ -3,6 +3,7 @@ import { Organization } from '../../access/organization.entity.js';
 import { User } from '../../access/user.entity.js';
 import { BaseSchema } from '../../db/base.entity.js';
 import { FRAMEWORKS, NODE_VERSIONS, SITE_STATUSES } from './hosting.constants.js';
+import type { StoredEnvironment } from './site-environment.js';
 
 /**
  * A site deployed from a Git repository. Its own address is `https://<slug>.<SITES_DOMAIN>`; `domain` is an optional
@@ -57,8 +58,11 @@ export const HostingSiteSchema = defineEntity({
     buildCommand: p.string().length(1000),
     outputDirectory: p.string().length(255),
     nodeVersion: p.enum(NODE_VERSIONS),
-    /** Name → value, in the order given. `json` (not `jsonb`) keeps that order. */
-    environmentVariables: p.json<Record<string, string>>().columnType('json').lazy(),
+    /**
+     * Name → value, in the order given, encrypted as one string (site-environment.ts); a set written before
+     * encryption at rest is still the object in clear until rewritten. `json` (not `jsonb`) keeps the order.
+     */
+    environmentVariables: p.json<StoredEnvironment>().columnType('json').lazy(),
     status: p.enum(SITE_STATUSES).default('active'),
     sslEnabled: p.boolean().default(true),
     /** The deployment the site serves: the newest success, or the one a rollback chose. */

@@ -65,11 +65,12 @@ export function toSiteDto(s: SiteView, sitesDomain: string): TSite {
   };
 }
 
-/** The detail view (environment variables must be loaded: the property is lazy). */
+/** The detail view; `environment`: the site's variables in clear (openEnvironment). */
 export function toSiteDetailDto(
   s: HostingSite,
   sitesDomain: string,
   now: Date,
+  environment: Record<string, string>,
   /** What the edge served in the last 24 hours (real builds); the simulation's figures otherwise. */
   served?: { requests: number; bytes: number },
 ): TSiteDetail {
@@ -81,7 +82,7 @@ export function toSiteDetailDto(
       output_directory: s.outputDirectory,
       node_version: s.nodeVersion,
     },
-    environment_variables: { ...(s.environmentVariables ?? {}) },
+    environment_variables: environment,
     metrics: served
       ? { ...metrics, requests_24h: served.requests, bandwidth_24h: humanBytes(served.bytes) }
       : metrics,

@@ -7,6 +7,7 @@ import type { JobInfo } from '../../jobs/queue.js';
 import { appendLogLines, type LogEvent } from './build-logs.js';
 import type { DeploymentStatus } from './hosting.constants.js';
 import type { BuildOutput, BuildSpec, BuildStepResult, HostingDriver } from './hosting.driver.js';
+import { openEnvironment } from './site-environment.js';
 import { deploymentUrl, toDeploymentDto } from './hosting.dto.js';
 import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.events.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
@@ -151,7 +152,7 @@ export function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployme
     buildCommand: d.buildCommand,
     outputDirectory: d.outputDirectory,
     nodeVersion: d.nodeVersion,
-    environmentVariableNames: Object.keys(site.environmentVariables ?? {}),
+    environmentVariableNames: Object.keys(openEnvironment(deps, site.environmentVariables)),
     url: deploymentUrl(site.slug, d.id, deps.config.sitesDomain),
   };
 }

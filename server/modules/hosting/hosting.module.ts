@@ -19,6 +19,7 @@ import { hostingUsageReporter } from './hosting.usage.js';
 import { HostingUsageRecord } from './hosting-usage-record.entity.js';
 import { Migration20261121000060_hosting } from './migrations/Migration20261121000060_hosting.js';
 import { Migration20261126000061_hosting_builds } from './migrations/Migration20261126000061_hosting_builds.js';
+import { encryptClearEnvironments } from './site-environment.js';
 import { SimulatedHostingDriver } from './simulated-hosting.driver.js';
 import { LocalHostingDriver } from './local-hosting.driver.js';
 import { DirectoryArtifactStore, type ArtifactStore } from './artifact-store.js';
@@ -125,6 +126,7 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
   events: [hostingDeploymentSucceeded, hostingDeploymentFailed],
   // Deleting a user moves their sites to the user who deleted them (deployments and logs follow their site).
   ownedResources: [{ table: 'hosting_sites' }],
+  encryptAtRest: encryptClearEnvironments,
   organizationRows: {
     remove: [
       {

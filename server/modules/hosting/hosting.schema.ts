@@ -68,8 +68,9 @@ const ZGitRepo = z
   .min(1)
   .max(LIMITS.gitRepoLength)
   .describe(
-    'HTTPS URL of the Git repository, without credentials. Hosts that are or resolve to loopback, private, ' +
-      'link-local, CGNAT, multicast, reserved or cloud metadata addresses are refused (checked again by every build).',
+    'HTTPS URL of the Git repository, without credentials. Only hosts that are and resolve to global unicast ' +
+      'addresses are accepted, as for webhook URLs: loopback, private, link-local, CGNAT, multicast, reserved or ' +
+      'cloud metadata addresses and IPv6 forms that carry one are refused (checked again by every build).',
   );
 
 const ZName = z

@@ -4,6 +4,7 @@ import type { AppDeps } from '../../kit/deps.js';
 import { appendLogLines, type LogEvent } from './build-logs.js';
 import type { BuildOutput, ProcessBuildResult, ProcessHostingDriver } from './hosting.driver.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
+import { openEnvironment } from './site-environment.js';
 import type { HostingSite } from './hosting-site.entity.js';
 import {
   buildSpecOf,
@@ -130,7 +131,8 @@ export async function advanceProcessBuild(
     d.builder = 'local';
     return {
       spec: buildSpecOf(deps, s, d),
-      environment: { ...(site.environmentVariables ?? {}) },
+      // Stored encrypted (site-environment.ts): the build gets them in clear, and its log masks their values.
+      environment: openEnvironment(deps, site.environmentVariables),
       pinned: d.commitPinned,
     };
   });

@@ -20,6 +20,7 @@ import {
   SHORT_ID_LENGTH,
 } from './hosting.constants.js';
 import { toSiteDetailDto, toSiteDto } from './hosting.dto.js';
+import { openEnvironment, sealEnvironment } from './site-environment.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import { HostingSite } from './hosting-site.entity.js';
 import { HostingUsageRecord } from './hosting-usage-record.entity.js';
@@ -210,7 +211,16 @@ export async function getSite(ctx: ActorContext, input: TSiteIdInput): Promise<T
   // Sites built for real report what the edge served (edge-traffic.ts).
   const served =
     ctx.deps.config.hosting.builder === 'local' ? await edgeTraffic24h(ctx.deps, site.id, now) : undefined;
-  return { success: true, site: toSiteDetailDto(site, ctx.deps.config.sitesDomain, now, served) };
+  return {
+    success: true,
+    site: toSiteDetailDto(
+      site,
+      ctx.deps.config.sitesDomain,
+      now,
+      openEnvironment(ctx.deps, site.environmentVariables),
+      served,
+    ),
+  };
 }
 
 export async function createSite(ctx: ActorContext, input: TCreateSiteInput): Promise<TSiteOutput> {
@@ -242,7 +252,7 @@ export async function createSite(ctx: ActorContext, input: TCreateSiteInput): Pr
         buildCommand: input.build_command ?? defaults.buildCommand,
         outputDirectory: input.output_directory ?? defaults.outputDirectory,
         nodeVersion: input.node_version ?? DEFAULT_NODE_VERSION,
-        environmentVariables: input.environment_variables ?? {},
+        environmentVariables: sealEnvironment(deps, input.environment_variables ?? {}),
         status: 'active',
         sslEnabled: true,
         liveDeploymentId: null,
@@ -253,7 +263,10 @@ export async function createSite(ctx: ActorContext, input: TCreateSiteInput): Pr
       });
     }),
   );
-  return { success: true, site: toSiteDetailDto(site, deps.config.sitesDomain, deps.clock.now()) };
+  return {
+    success: true,
+    site: toSiteDetailDto(site, deps.config.sitesDomain, deps.clock.now(), input.environment_variables ?? {}),
+  };
 }
 
 export async function updateSite(ctx: ActorContext, input: TUpdateSiteInput): Promise<TSiteOutput> {
@@ -278,13 +291,18 @@ export async function updateSite(ctx: ActorContext, input: TUpdateSiteInput): Pr
       if (input.build_command !== undefined) s.buildCommand = input.build_command;
       if (input.output_directory !== undefined) s.outputDirectory = input.output_directory;
       if (input.node_version !== undefined) s.nodeVersion = input.node_version;
-      if (input.environment_variables !== undefined) s.environmentVariables = input.environment_variables;
+      // Rewritten encrypted on every update, so that a set stored in clear before encryption at rest is sealed too.
+      const environment = input.environment_variables ?? openEnvironment(deps, s.environmentVariables);
+      s.environmentVariables = sealEnvironment(deps, environment);
       s.updatedAt = now;
-      return s;
+      return { s, environment };
     }),
   );
   if (input.domain !== undefined) edgeRoutesChanged(deps);
-  return { success: true, site: toSiteDetailDto(site, deps.config.sitesDomain, deps.clock.now()) };
+  return {
+    success: true,
+    site: toSiteDetailDto(site.s, deps.config.sitesDomain, deps.clock.now(), site.environment),
+  };
 }
 
 /**

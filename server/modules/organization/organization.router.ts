@@ -56,13 +56,17 @@ export const organizationRouter = router({
           'the owner and the caller an admin; each gets the default permissions of the new role, and ' +
           '`user.updated` is emitted for both. Applies from each user’s next request. A user of the organization ' +
           'who is not an active admin → 409; an unknown id or another organization’s user → 404; a wrong password ' +
-          '→ 401 `INVALID_CREDENTIALS`.',
+          '→ 401 `INVALID_CREDENTIALS`, counted by the login throttle of the owner’s email and address (after 10 ' +
+          'failures, 429 `TOO_MANY_LOGIN_ATTEMPTS` for 15 minutes, even with the right password).',
       },
       errors: {
         INVALID_CREDENTIALS: 'Wrong password',
         NOT_FOUND: 'No such user in the organization',
         CONFLICT: 'The user is not an active admin of the organization',
+        TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
       },
+      // The password check (bcrypt) must not hold a transaction open.
+      idempotency: 'after-commit',
     })
     .input(ZTransferOwnershipInput)
     .output(ZTransferOwnershipOutput)
@@ -77,14 +81,19 @@ export const organizationRouter = router({
         summary: 'Delete the organization and everything in it',
         description:
           'Owner only. The JSON body names the organization (`confirm`, its exact name, else 400) and gives the ' +
-          'owner’s `password` (wrong → 401 `INVALID_CREDENTIALS`). From the 202 on, every access token, refresh ' +
+          'owner’s `password` (wrong → 401 `INVALID_CREDENTIALS`, counted by the login throttle: after 10 ' +
+          'failures, 429 `TOO_MANY_LOGIN_ATTEMPTS` for 15 minutes, even with the right one). From the 202 on, ' +
+          'every access token, refresh ' +
           'token and API key of the organization is refused (401) on every server process, and nothing of it is ' +
           'readable; active VPN connections are disconnected (`vpn.disconnected`), the subscription is canceled ' +
           'and a final invoice charges what is unbilled; these events still reach the organization’s webhooks. A ' +
           'durable job then removes every row of the organization (users, resources, backups, invoices, ' +
           'deliveries, audit entries) by `deletion_scheduled`; then its users’ emails can register again.',
       },
-      errors: { INVALID_CREDENTIALS: 'Wrong password' },
+      errors: {
+        INVALID_CREDENTIALS: 'Wrong password',
+        TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
+      },
       successStatus: 202,
       deleteWithBody: true,
     })

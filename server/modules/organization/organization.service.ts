@@ -6,9 +6,10 @@ import { User } from '../../access/user.entity.js';
 import { userUpdated } from '../../access/user.events.js';
 import type { Em } from '../../db/orm.js';
 import { recordEvent } from '../../events/record-event.js';
-import { AppError, conflict, notFound } from '../../lib/errors.js';
+import { conflict, forbidden, notFound, validation } from '../../lib/errors.js';
 import { isId } from '../../lib/ids.js';
 import type { ActorContext } from '../../kit/deps.js';
+import { confirmPassword } from '../../kit/login-throttle.js';
 import { runOrganizationDeletedHooks } from '../../kit/organization-hooks.js';
 import { ORGANIZATION_DELETION_DEADLINE_MS, organizationPurgeJob } from './organization.jobs.js';
 import type {
@@ -21,7 +22,6 @@ import type {
   TUpdateOrganizationInput,
 } from './organization.schema.js';
 
-const wrongPassword = () => new AppError('INVALID_CREDENTIALS', 'Invalid password');
 const userNotFound = () => notFound('User');
 
 /** The organization's view: its owner and how many users it has (invited, active, suspended; not deleted). */
@@ -51,13 +51,6 @@ async function findOrganization(em: Em, id: string, lock = false): Promise<Organ
   );
   if (!org) throw notFound('Organization');
   return org;
-}
-
-/** Checks the caller's own password (bcrypt, outside any transaction); a wrong one is 401 INVALID_CREDENTIALS. */
-async function assertPassword(ctx: ActorContext, password: string): Promise<void> {
-  const row = await ctx.em.findOne(User, { id: ctx.actor.userId }, { populate: ['passwordHash'] });
-  const ok = row?.passwordHash ? await ctx.deps.passwords.compare(password, row.passwordHash) : false;
-  if (!ok) throw wrongPassword();
 }
 
 /** `GET /organization`: any user of it. */
@@ -99,7 +92,7 @@ export async function transferOwnership(
     deletedAt: null,
   });
   if (!target) throw userNotFound();
-  await assertPassword(ctx, input.password);
+  await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
   const organization = await ctx.em.transactional(async (tx) => {
     const org = await findOrganization(tx, actor.organizationId, true);
@@ -109,7 +102,7 @@ export async function transferOwnership(
     if (!next) throw userNotFound();
     // The caller's role was checked with the token; under the lock, make sure it is still theirs.
     if (!owner || owner.role !== 'owner') {
-      throw new AppError('FORBIDDEN', 'Only the owner can transfer ownership');
+      throw forbidden('Only the owner can transfer ownership');
     }
     if (next.id === owner.id || next.role !== 'admin' || next.status !== 'active') {
       throw conflict('Ownership can only be transferred to an active admin of the organization');
@@ -145,11 +138,9 @@ export async function deleteOrganization(
   const { actor } = ctx;
   const current = await findOrganization(ctx.em, actor.organizationId);
   if (input.confirm !== current.name) {
-    throw new AppError('VALIDATION_ERROR', 'Invalid request: confirm must be the organization’s exact name', {
-      details: [{ path: 'confirm', message: 'Must be the organization’s exact name' }],
-    });
+    throw validation('confirm', 'Must be the organization’s exact name');
   }
-  await assertPassword(ctx, input.password);
+  await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
   await ctx.em.transactional(async (tx) => {
     const org = await findOrganization(tx, actor.organizationId, true);

@@ -17,7 +17,7 @@ import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
-import { AppError, conflict, forbidden, notFound } from '../../lib/errors.js';
+import { conflict, forbidden, invalidCredentials, notFound } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { findPage } from '../../db/pagination.js';
 import { userCreated, userDeleted, userUpdated } from '../../access/user.events.js';
@@ -40,8 +40,7 @@ import type {
 export const INVITATION_TTL_MS = 7 * 86_400_000;
 
 const USER_NOT_FOUND = () => notFound('User');
-const INVALID_INVITATION = () =>
-  new AppError('INVALID_CREDENTIALS', 'Invalid, expired or already used invitation token');
+const INVALID_INVITATION = () => invalidCredentials('Invalid, expired or already used invitation token');
 
 /**
  * Loads a user the caller may see, or NOT_FOUND: users of the caller's organization that are not deleted; for a
@@ -69,9 +68,10 @@ function assertCanGrant(actor: Actor, before: Iterable<Permission>, after: Itera
   const had = new Set(before);
   const missing = [...after].filter((p) => !had.has(p) && !actor.permissions.has(p));
   if (missing.length > 0) {
-    throw new AppError('FORBIDDEN', `You cannot grant permissions you do not hold: ${missing.join(', ')}`, {
-      details: missing.map((p) => ({ path: 'permissions', message: `not held by the caller: ${p}` })),
-    });
+    throw forbidden(
+      `You cannot grant permissions you do not hold: ${missing.join(', ')}`,
+      missing.map((p) => ({ path: 'permissions', message: `not held by the caller: ${p}` })),
+    );
   }
 }
 
@@ -187,6 +187,7 @@ async function sendInvitation(ctx: ActorContext, actor: Actor, user: User, url: 
   try {
     await ctx.deps.mail.send({
       kind: 'invitation',
+      link: url,
       to: user.email,
       subject: `You are invited to join ${orgName}`,
       text:

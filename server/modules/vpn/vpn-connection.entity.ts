@@ -68,6 +68,13 @@ export const VpnConnectionSchema = defineEntity({
     /** Simulated bytes per second of the current session. */
     uploadRate: p.integer().default(0),
     downloadRate: p.integer().default(0),
+    /** Agent servers: whether the connection is a peer of the server's interface (false once disconnected). */
+    peerEnabled: p.boolean().default(true),
+    /** Agent servers: the client's latest handshake as the agent reported it. */
+    lastHandshakeAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    /** Agent servers: the peer's byte counters at the latest report (received by the server, sent by it). */
+    reportedRx: p.bigint('number').default(0).defaultRaw('0'),
+    reportedTx: p.bigint('number').default(0).defaultRaw('0'),
   },
 });
 

@@ -1,6 +1,7 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import { Organization } from '../../access/organization.entity.js';
 import { BaseSchema } from '../../db/base.entity.js';
-import { SERVER_STATUSES, type VpnLocation } from './vpn.constants.js';
+import { SERVER_KINDS, SERVER_STATUSES, type VpnLocation } from './vpn.constants.js';
 
 /** A server of the catalogue. Removed servers are kept (soft delete) so their connections keep their history. */
 export const VpnServerSchema = defineEntity({
@@ -10,6 +11,7 @@ export const VpnServerSchema = defineEntity({
   indexes: [{ name: 'vpn_servers_location_index', properties: ['location'], where: { deletedAt: null } }],
   uniques: [
     { name: 'vpn_servers_host_port_unique', properties: ['host', 'port'], where: { deletedAt: null } },
+    { name: 'vpn_servers_token_hash_unique', properties: ['tokenHash'], where: { deletedAt: null } },
   ],
   properties: {
     /** One of VPN_LOCATIONS; a plain string column (no check constraint), validated by the API. */
@@ -27,7 +29,22 @@ export const VpnServerSchema = defineEntity({
     load: p.integer().default(0),
     latency: p.integer().default(0),
     publicKey: p.string().length(44),
-    /** Never leaves the server: hidden from serialisation and not loaded unless asked for. */
+    /** `simulated` (the shared catalogue) or `agent` (a host running the VPN agent, docs/vpn-servers.md). */
+    kind: p.enum(SERVER_KINDS).default('simulated'),
+    /** The organization an agent server serves (its owner registered it); null for the shared catalogue. */
+    organization: () => p.manyToOne(Organization).nullable().deleteRule('cascade').index(),
+    /** SHA-256 (hex) of the agent's server token; the token itself is shown once, at creation. */
+    tokenHash: p.string().length(64).nullable().hidden().lazy(),
+    /** When the agent first registered (the server joins the catalogue then). */
+    registeredAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    /** The agent's latest report (or registration): `offline` once older than the bound of docs/vpn-servers.md. */
+    lastReportAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    /** Bumped whenever the set of peers the agent must hold changes (what its long poll waits for). */
+    peersVersion: p.integer().default(0),
+    /**
+     * Never leaves the server: hidden from serialisation and not loaded unless asked for. Empty for an agent
+     * server, whose private key stays on its host.
+     */
     privateKey: p.string().length(44).hidden().lazy(),
     /** The last tunnel address index handed out (see wireguard.ts clientAddress). */
     lastPeerIndex: p.integer().default(1),

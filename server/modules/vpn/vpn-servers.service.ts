@@ -1,10 +1,14 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import type { Em } from '../../db/orm.js';
-import { recordEvent, recordEventForAllOrganizations } from '../../events/record-event.js';
+import {
+  recordEvent,
+  recordEventForAllOrganizations,
+  recordPlatformEventFor,
+} from '../../events/record-event.js';
 import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import type { ServiceContext } from '../../kit/deps.js';
+import type { ActorContext } from '../../kit/deps.js';
 import {
   DEFAULT_OPENVPN_PORT,
   DEFAULT_WIREGUARD_PORT,
@@ -22,19 +26,36 @@ import { storeUsage } from './vpn.simulation.js';
 import { vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
 import { generateWireguardKeyPair } from './wireguard.js';
 
-/** Servers a connection may use: in the catalogue, `online`, supporting the protocol. */
+/** Servers a connection may use: in the simulated catalogue, `online`, supporting the protocol. */
 export function availableServerFilter(location: VpnLocation, protocol: VpnProtocol): FilterQuery<VpnServer> {
-  return { location, status: 'online', deletedAt: null, protocols: { $contains: [protocol] } };
+  return {
+    kind: 'simulated',
+    location,
+    status: 'online',
+    deletedAt: null,
+    protocols: { $contains: [protocol] },
+  };
 }
 
-export async function listServers(
-  ctx: ServiceContext,
-  input: TListServersInput,
-): Promise<TListServersOutput> {
+/**
+ * What an organization sees of the catalogue: the shared simulated servers and its own registered agent servers
+ * (another organization's are never listed nor used).
+ */
+export function visibleServers(organizationId: string) {
+  return {
+    deletedAt: null,
+    $or: [
+      { kind: 'simulated' },
+      { kind: 'agent', organization: organizationId, registeredAt: { $ne: null } },
+    ],
+  } satisfies FilterQuery<VpnServer>;
+}
+
+export async function listServers(ctx: ActorContext, input: TListServersInput): Promise<TListServersOutput> {
   const servers = await ctx.em.find(
     VpnServer,
     {
-      deletedAt: null,
+      ...visibleServers(ctx.actor.organizationId),
       ...(input.location ? { location: input.location } : {}),
       ...(input.protocol ? { protocols: { $contains: [input.protocol] } } : {}),
     },
@@ -44,20 +65,31 @@ export async function listServers(
 }
 
 /**
- * The least loaded server that can take a new connection, or a 400 that says what is available instead.
+ * Where a new connection goes (docs/vpn-servers.md, "Placement"): the organization's online agent server in that
+ * location with the fewest peers, else the least loaded simulated server; or a 400 that says what is available.
  */
 export async function pickServerOrThrow(
   em: Em,
   location: VpnLocation,
   protocol: VpnProtocol,
+  organizationId: string,
 ): Promise<VpnServer> {
+  const real = await em.execute<{ id: string }[]>(
+    `select s.id from vpn_servers s
+      where s.kind = 'agent' and s.organization_id = ? and s.location = ? and s.status = 'online'
+        and s.deleted_at is null and s.registered_at is not null and ? = any(s.protocols)
+      order by (select count(*) from vpn_connections c where c.server_id = s.id and c.peer_enabled), s.id
+      limit 1`,
+    [organizationId, location, protocol],
+  );
+  if (real[0]) return em.findOneOrFail(VpnServer, real[0].id);
   const server = await em.findOne(VpnServer, availableServerFilter(location, protocol), {
     orderBy: { load: 'asc', id: 'asc' },
   });
   if (server) return server;
   const elsewhere = await em.find(
     VpnServer,
-    { status: 'online', deletedAt: null, protocols: { $contains: [protocol] } },
+    { ...visibleServers(organizationId), status: 'online', protocols: { $contains: [protocol] } },
     { fields: ['location'], orderBy: { location: 'asc' } },
   );
   const locations = [...new Set(elsewhere.map((s) => s.location))];
@@ -166,8 +198,18 @@ export async function removeServer(
         recordEvent(tx, vpnDisconnected, object, c.organization.id, now);
       }
     }
+    if (server.kind === 'agent') {
+      // Its agent's peers go at the next sync; the token no longer authenticates.
+      await tx.nativeUpdate(VpnConnection, { server: server.id }, { peerEnabled: false });
+      await tx.execute(`update vpn_servers set peers_version = peers_version + 1 where id = ?`, [server.id]);
+    }
     const dto = toServerDto(server);
-    recordEventForAllOrganizations(tx, vpnServerDeleted, dto, now);
+    // An agent server serves its own organization only: no other organization hears of it.
+    if (server.kind === 'agent' && server.organization) {
+      if (server.registeredAt) recordPlatformEventFor(tx, vpnServerDeleted, dto, server.organization.id, now);
+    } else {
+      recordEventForAllOrganizations(tx, vpnServerDeleted, dto, now);
+    }
     return { server: dto, connectionsAffected: connections.length };
   });
 }

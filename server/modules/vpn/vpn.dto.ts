@@ -91,6 +91,8 @@ export function toServerDto(s: VpnServer): TServer {
     load: s.load,
     latency: s.latency,
     public_key: s.publicKey,
+    kind: s.kind,
+    last_report_at: s.kind === 'agent' ? iso(s.lastReportAt) : null,
     created_at: iso(s.createdAt)!,
   };
 }

@@ -71,6 +71,7 @@ export async function storeActiveUsage(deps: AppDeps): Promise<number> {
           session_download_base + floor(download_rate * extract(epoch from (?::timestamptz - connected_at)))),
         last_activity = greatest(last_activity, ?::timestamptz)
       where status = 'active' and connected_at is not null and connected_at <= ?
+        and (upload_rate > 0 or download_rate > 0)
       returning id`,
     [now, now, now, now],
   );

@@ -1,6 +1,9 @@
-import { defineModule } from '../../kit/module.js';
+import { defineModule, type ModuleManifest } from '../../kit/module.js';
 import { countedRows } from '../../db/list-counts.js';
 import { Migration20261121000030_vpn } from './migrations/Migration20261121000030_vpn.js';
+import { Migration20261126000030_vpn_agents } from './migrations/Migration20261126000030_vpn_agents.js';
+import { vpnAgentRoutes } from './vpn-agent.routes.js';
+import { PeersHub, vpnAgentSweeper } from './vpn-agents.service.js';
 import { VpnConnection } from './vpn-connection.entity.js';
 import { VpnServer } from './vpn-server.entity.js';
 import { vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
@@ -9,19 +12,34 @@ import { vpnRouter } from './vpn.router.js';
 import { vpnUsageReport } from './vpn.usage.js';
 import { disconnectOrganization } from './vpn.service.js';
 
-export const vpnModule = defineModule({
+/** What the VPN module keeps per process (`deps.modules.vpn`). */
+export interface VpnRuntime {
+  /** Wakes the agents' long polls of this process when a server's peers change (docs/vpn-servers.md). */
+  readonly peers: PeersHub;
+}
+
+// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+export const vpnModule: ModuleManifest<'vpn', VpnRuntime> = defineModule({
   name: 'vpn',
+  create: (): VpnRuntime => ({ peers: new PeersHub() }),
   router: vpnRouter,
   entities: [VpnServer, VpnConnection],
-  migrations: [{ name: 'Migration20261121000030_vpn', class: Migration20261121000030_vpn }],
+  migrations: [
+    { name: 'Migration20261121000030_vpn', class: Migration20261121000030_vpn },
+    { name: 'Migration20261126000030_vpn_agents', class: Migration20261126000030_vpn_agents },
+  ],
   jobs: [vpnActivateJob, vpnSampleUsageJob],
+  // Real servers whose agent stopped reporting go offline (docs/vpn-servers.md).
+  workers: [vpnAgentSweeper],
+  // The VPN agent's protocol (server token only, not user tokens; docs/vpn-servers.md).
+  httpRoutes: vpnAgentRoutes,
   events: [vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted],
   // Deleting a user moves their connections to the user who deleted them; `activity.vpn_connections` counts them.
   ownedResources: [{ table: 'vpn_connections', activity: 'vpn_connections' }],
   onOrganizationDeleted: disconnectOrganization,
   organizationRows: {
-    remove: [{ table: 'vpn_connections' }],
-    keep: { vpn_servers: 'the catalogue of servers, shared by every organization' },
+    // The shared simulated catalogue has no organization and stays; the organization's own agent servers go.
+    remove: [{ table: 'vpn_connections' }, { table: 'vpn_servers' }],
   },
   usage: [
     {

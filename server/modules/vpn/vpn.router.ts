@@ -1,6 +1,10 @@
 import { router } from '../../trpc/init.js';
-import { requirePermission } from '../../trpc/procedures.js';
+import { requirePermission, requireRole } from '../../trpc/procedures.js';
 import {
+  ZCreateServerInput,
+  ZCreateServerOutput,
+  ZDeleteServerOutput,
+  ZServerIdInput,
   ZConnectionIdInput,
   ZConnectionOutput,
   ZCreateConnectionInput,
@@ -13,6 +17,7 @@ import {
 } from './vpn.schema.js';
 import * as vpn from './vpn.service.js';
 import * as servers from './vpn-servers.service.js';
+import * as agents from './vpn-agents.service.js';
 
 const tags = ['VPN'];
 
@@ -112,12 +117,52 @@ const serverCatalogue = router({
         path: '/vpn/servers',
         tags,
         summary: 'The VPN server catalogue',
-        description: 'Servers in the catalogue, by location. Private keys are never returned.',
+        description:
+          'Servers in the catalogue, by location: the shared simulated servers (`kind: simulated`) and the real ' +
+          "servers of the caller's organization (`kind: agent`) once their agent has registered. Private keys are " +
+          'never returned.',
       },
     })
     .input(ZListServersInput)
     .output(ZListServersOutput)
     .query(({ ctx, input }) => servers.listServers(ctx, input)),
+
+  create: requireRole('owner')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/vpn/servers',
+        tags,
+        summary: 'Register a real VPN server (owner)',
+        description:
+          'Creates a WireGuard server of the organization and its server token (`vst_…`), shown only in this ' +
+          'response and stored hashed. Run the VPN agent on the host with that token (docs/vpn-servers.md): when ' +
+          'it registers, the server joins the catalogue of this organization only (`vpn.server.created`), and new ' +
+          'connections in its location are placed on it.',
+        errorResponses: { 409: 'A server with this host and port already exists' },
+      },
+      successStatus: 201,
+      location: '/vpn/servers/{server.id}',
+    })
+    .input(ZCreateServerInput)
+    .output(ZCreateServerOutput)
+    .mutation(({ ctx, input }) => agents.createAgentServer(ctx, input)),
+
+  delete: requireRole('owner')
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/vpn/servers/{id}',
+        tags,
+        summary: 'Remove a real VPN server (owner)',
+        description:
+          'Revokes its token, drops its peers (their connections go to `error`; active ones emit ' +
+          '`vpn.disconnected`) and emits `vpn.server.deleted`. Simulated servers are not removable here.',
+      },
+    })
+    .input(ZServerIdInput)
+    .output(ZDeleteServerOutput)
+    .mutation(({ ctx, input }) => agents.deleteAgentServer(ctx, input.id)),
 });
 
 export const vpnRouter = router({ connections, servers: serverCatalogue });

@@ -1,7 +1,14 @@
 import { z } from 'zod';
 import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
 import { zPathId } from '../../lib/schema.js';
-import { CONNECTION_STATUSES, SERVER_STATUSES, VPN_LOCATIONS, VPN_PROTOCOLS } from './vpn.constants.js';
+import {
+  CONNECTION_STATUSES,
+  DEFAULT_WIREGUARD_PORT,
+  SERVER_KINDS,
+  SERVER_STATUSES,
+  VPN_LOCATIONS,
+  VPN_PROTOCOLS,
+} from './vpn.constants.js';
 
 const ZConnectionId = zPathId('vpn', 'Connection');
 
@@ -67,6 +74,41 @@ export const ZListServersInput = z
   })
   .prefault({});
 export type TListServersInput = z.infer<typeof ZListServersInput>;
+
+const hostname =
+  /^(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const ipv4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+export const ZCreateServerInput = z.strictObject({
+  location: z.enum(VPN_LOCATIONS).describe('Location code the server is listed under'),
+  city: z.string().trim().min(1).max(100),
+  country: z.string().trim().min(1).max(100),
+  country_code: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code')
+    .transform((s) => s.toUpperCase())
+    .describe('ISO 3166-1 alpha-2'),
+  host: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .refine((h) => ipv4.test(h) || hostname.test(h), 'must be a host name or IPv4 address')
+    .describe(
+      'Public host name or IPv4 address clients reach the server at (the `endpoint` of its connections)',
+    ),
+  port: z
+    .number()
+    .int()
+    .min(1)
+    .max(65535)
+    .default(DEFAULT_WIREGUARD_PORT)
+    .describe('WireGuard (UDP) port the agent listens on'),
+});
+export type TCreateServerInput = z.infer<typeof ZCreateServerInput>;
+
+export const ZServerIdInput = z.object({ id: zPathId('srv', 'Server') });
+export type TServerIdInput = z.infer<typeof ZServerIdInput>;
 
 // ---------- outputs ----------
 
@@ -166,11 +208,41 @@ export const ZServer = z
     status: z.enum(SERVER_STATUSES),
     load: z.number().int().describe('Percent of capacity in use'),
     latency: z.number().int().describe('Typical round trip in milliseconds'),
-    public_key: z.string().describe('WireGuard public key (base64, 32 bytes)'),
+    public_key: z
+      .string()
+      .describe(
+        'WireGuard public key (base64, 32 bytes); empty for an agent server that has not registered yet',
+      ),
+    kind: z
+      .enum(SERVER_KINDS)
+      .describe(
+        '`simulated`: the shared test-mode catalogue; `agent`: a real server of your organization running the VPN agent',
+      ),
+    last_report_at: ZNullableTimestamp.describe(
+      "Agent servers: the agent's latest report; null for simulated ones",
+    ),
     created_at: ZTimestamp,
   })
   .meta({ id: 'VpnServer' });
 export type TServer = z.infer<typeof ZServer>;
+
+export const ZCreateServerOutput = z.object({
+  success: z.literal(true),
+  server: ZServer,
+  token: z
+    .string()
+    .describe(
+      'The server token (`vst_…`) the agent authenticates with. Shown only in this response; stored hashed.',
+    ),
+});
+export type TCreateServerOutput = z.infer<typeof ZCreateServerOutput>;
+
+export const ZDeleteServerOutput = z.object({
+  success: z.literal(true),
+  message: z.string(),
+  id: z.string().describe('The deleted server'),
+});
+export type TDeleteServerOutput = z.infer<typeof ZDeleteServerOutput>;
 
 export const ZListServersOutput = z.object({
   success: z.literal(true),

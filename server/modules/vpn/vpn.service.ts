@@ -25,6 +25,7 @@ import type {
   TUpdateConnectionInput,
 } from './vpn.schema.js';
 import { pickServerOrThrow } from './vpn-servers.service.js';
+import { bumpPeers, peersHub } from './vpn-agents.service.js';
 import { findConnectionPage } from './vpn.queries.js';
 import { storeUsage } from './vpn.simulation.js';
 import { clientAddress, generateWireguardKeyPair, wgQuickConfig } from './wireguard.js';
@@ -87,7 +88,9 @@ export async function createConnection(
   input: TCreateConnectionInput,
 ): Promise<TConnectionOutput> {
   const { actor } = ctx;
-  const server = await pickServerOrThrow(ctx.em, input.location, input.protocol);
+  const server = await pickServerOrThrow(ctx.em, input.location, input.protocol, actor.organizationId);
+  // On an agent server the status follows the agent's reports (vpn.status.ts); no simulated activation.
+  const onAgent = server.kind === 'agent';
   // The private half leaves this function only inside the create response; it is never stored.
   const keys = input.protocol === 'wireguard' ? generateWireguardKeyPair() : null;
   const id = newId('vpn');
@@ -136,6 +139,10 @@ export async function createConnection(
       uploadRate: 0,
       downloadRate: 0,
     });
+    if (onAgent) {
+      await bumpPeers(tx, server.id);
+      return { connection: c, wake: () => peersHub(ctx.deps).wake(server.id) };
+    }
     const wake = await queueActivation(ctx, tx, { connection_id: id, generation: 1 });
     return { connection: c, wake };
   });
@@ -178,8 +185,16 @@ export async function updateConnection(
       c.autoConnect = input.auto_connect;
       changed = true;
     }
-    if (input.status === 'inactive' && c.status !== 'inactive') {
+    const onAgent = srv.kind === 'agent';
+    if (input.status === 'inactive' && (c.status !== 'inactive' || (onAgent && c.peerEnabled))) {
       changed = true;
+      if (onAgent && c.peerEnabled) {
+        // The agent drops the peer at its next sync.
+        c.peerEnabled = false;
+        c.lastHandshakeAt = null;
+        await bumpPeers(tx, srv.id);
+        wake = () => peersHub(ctx.deps).wake(srv.id);
+      }
       const wasActive = c.status === 'active';
       if (wasActive) storeUsage(c, now);
       c.status = 'inactive';
@@ -200,7 +215,14 @@ export async function updateConnection(
       c.status = 'connecting';
       c.statusMessage = null;
       c.connectGeneration += 1;
-      wake = await queueActivation(ctx, tx, { connection_id: c.id, generation: c.connectGeneration });
+      if (onAgent) {
+        c.peerEnabled = true;
+        c.lastHandshakeAt = null;
+        await bumpPeers(tx, srv.id);
+        wake = () => peersHub(ctx.deps).wake(srv.id);
+      } else {
+        wake = await queueActivation(ctx, tx, { connection_id: c.id, generation: c.connectGeneration });
+      }
     }
     if (changed) c.updatedAt = now;
     return { connection: c, server: srv, wake };
@@ -217,10 +239,12 @@ export async function deleteConnection(
   input: TConnectionIdInput,
 ): Promise<TDeleteConnectionOutput> {
   const filter = scopedFilter(ctx.actor, input.id);
-  await ctx.em.transactional(async (tx) => {
+  const serverId = await ctx.em.transactional(async (tx) => {
     const now = ctx.deps.clock.now();
     const c = await tx.findOne(VpnConnection, filter, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!c) throw connectionNotFound();
+    // A peer of an agent server leaves its interface at the next sync.
+    if (c.peerEnabled) await bumpPeers(tx, c.server.id);
     if (c.status === 'active') {
       const srv = await tx.findOneOrFail(VpnServer, c.server.id);
       storeUsage(c, now);
@@ -229,7 +253,9 @@ export async function deleteConnection(
       recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), c.organization.id, now);
     }
     tx.remove(c);
+    return c.server.id;
   });
+  peersHub(ctx.deps).wake(serverId);
   return { success: true, message: 'VPN connection deleted', id: input.id };
 }
 
@@ -242,6 +268,17 @@ export async function disconnectOrganization(tx: Em, organization: { id: string 
     VpnConnection,
     { organization: organization.id, status: { $in: ['active', 'connecting'] } },
     { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { createdAt: 'asc', id: 'asc' } },
+  );
+  // Its real servers stop serving at once: their tokens no longer authenticate, their peers go.
+  await tx.execute(
+    `update vpn_servers set deleted_at = ?, status = 'offline', peers_version = peers_version + 1
+      where organization_id = ? and deleted_at is null`,
+    [now, organization.id],
+  );
+  await tx.nativeUpdate(
+    VpnConnection,
+    { organization: organization.id, peerEnabled: true },
+    { peerEnabled: false },
   );
   for (const c of live) {
     const wasActive = c.status === 'active';

@@ -32,7 +32,8 @@ export interface Usage {
 
 /** Usage as of `now`. The same formula runs in SQL in the periodic job (vpn.jobs.ts). */
 export function projectUsage(c: UsageState, now: Date): Usage {
-  if (c.status !== 'active' || !c.connectedAt) {
+  // A connection on an agent server has no simulated rate: its totals and activity are the agent's reports.
+  if (c.status !== 'active' || !c.connectedAt || (c.uploadRate === 0 && c.downloadRate === 0)) {
     return { upload: c.uploadBytes, download: c.downloadBytes, lastActivity: c.lastActivity ?? null };
   }
   const ms = Math.max(0, now.getTime() - c.connectedAt.getTime());

@@ -4,6 +4,7 @@ import { createSafeHttpClient, type SafeHttpClient } from '../../lib/safe-http.j
 import type { AppDeps } from '../../kit/deps.js';
 import { notifyAutoDisabled, type DisabledWebhook } from './auto-disable.js';
 import { nextRetryDelayMs } from './retry-schedule.js';
+import { isTestPayload } from './delivery-fanout.js';
 import { deliveryHeaders } from './webhook-signing.js';
 
 /** What one attempt needs: the stored bytes and the webhook's current address and secret. */
@@ -72,6 +73,7 @@ export async function performAttempt(deps: AppDeps, t: AttemptTarget): Promise<A
     deliveryId: t.deliveryId,
     attempt: t.attempt,
     previousSecret: t.previousSecret,
+    test: isTestPayload(t.payload),
   });
   let result;
   try {

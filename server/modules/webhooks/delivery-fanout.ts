@@ -2,15 +2,28 @@ import type { Em } from '../../db/orm.js';
 import type { OutboxEvent } from '../../events/outbox.js';
 import { newId } from '../../lib/ids.js';
 
-/** The event body (README, "Webhooks"), in its key order. Its bytes are stored and sent unchanged on every attempt. */
+/** How a test delivery's body starts (README, "Webhooks"): real events start with `{"id":`. */
+export const TEST_BODY_PREFIX = '{"test":true,';
+
+/** Whether stored delivery bytes are those of a test (`POST /webhooks/:id/test`), including its redeliveries. */
+export function isTestPayload(payload: string): boolean {
+  return payload.startsWith(TEST_BODY_PREFIX);
+}
+
+/**
+ * The event body (README, "Webhooks"), in its key order. Its bytes are stored and sent unchanged on every attempt.
+ * A test delivery's body starts with `"test": true`; real events have no `test` field.
+ */
 export function eventBody(e: {
   id: string;
   type: string;
   createdAt: Date;
   organizationId: string;
   data: Record<string, unknown>;
+  test?: boolean;
 }): string {
   return JSON.stringify({
+    ...(e.test ? { test: true } : {}),
     id: e.id,
     type: e.type,
     created_at: e.createdAt.toISOString(),

@@ -1,5 +1,6 @@
 import { WakeSignal } from '../../lib/wake-signal.js';
 import type { AppDeps } from '../../kit/deps.js';
+import { openWebhookSecret } from './webhook-secrets.js';
 import {
   performAttempt,
   recordOutcomes,
@@ -181,8 +182,9 @@ export class DeliveryWorker {
       payload: row.payload,
       attempt: Number(row.attempts),
       url: row.url,
-      secret: row.secret,
-      previousSecret: row.previous_secret,
+      // Stored encrypted (webhook-secrets.ts); `noteRotation` and withLatestSecrets compare them in clear.
+      secret: openWebhookSecret(this.deps, row.secret),
+      previousSecret: row.previous_secret === null ? null : openWebhookSecret(this.deps, row.previous_secret),
     };
     const hook = row.webhook_id;
     this.inFlight++;

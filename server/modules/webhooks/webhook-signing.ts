@@ -54,6 +54,8 @@ export function deliveryHeaders(
     deliveryId: string;
     attempt: number;
     previousSecret?: string | null;
+    /** A test delivery (`POST /webhooks/:id/test`): `X-VPN-Test: true`. */
+    test?: boolean;
   },
 ): Record<string, string> {
   const headers: Record<string, string> = {
@@ -67,6 +69,7 @@ export function deliveryHeaders(
     'webhook-timestamp': String(input.timestamp),
     'webhook-signature': standardSignature(input),
   };
+  if (input.test) headers['x-vpn-test'] = 'true';
   if (input.previousSecret) {
     headers['x-vpn-signature-previous'] = vpnSignature(input.previousSecret, input.body);
     headers['webhook-signature'] += ` ${standardSignature({ ...input, secret: input.previousSecret })}`;

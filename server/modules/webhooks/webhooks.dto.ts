@@ -21,7 +21,8 @@ export interface StatsRow {
 
 const dateOrNull = (v: Date | string | null | undefined) => (v ? new Date(v).toISOString() : null);
 
-function baseDto(h: Webhook, stats: StatsRow | undefined, secret: 'masked' | 'full') {
+/** `secret`: the webhook's secret in clear (it is stored encrypted: webhook-secrets.ts). */
+function baseDto(h: Webhook, stats: StatsRow | undefined, secret: string, show: 'masked' | 'full') {
   return {
     id: h.id,
     url: h.url,
@@ -30,7 +31,7 @@ function baseDto(h: Webhook, stats: StatsRow | undefined, secret: 'masked' | 'fu
     status: h.status,
     active: h.status === 'active',
     description: h.description ?? null,
-    secret: secret === 'full' ? h.secret : maskSecret(h.secret),
+    secret: show === 'full' ? secret : maskSecret(secret),
     previous_secret_expires_at: h.previousSecret ? iso(h.previousSecretExpiresAt) : null,
     created_at: iso(h.createdAt)!,
     updated_at: iso(h.updatedAt)!,
@@ -38,9 +39,13 @@ function baseDto(h: Webhook, stats: StatsRow | undefined, secret: 'masked' | 'fu
   };
 }
 
-export function toWebhookSummaryDto(h: Webhook, stats: StatsRow | undefined): TWebhookSummary {
+export function toWebhookSummaryDto(
+  h: Webhook,
+  stats: StatsRow | undefined,
+  secret: string,
+): TWebhookSummary {
   return {
-    ...baseDto(h, stats, 'masked'),
+    ...baseDto(h, stats, secret, 'masked'),
     delivery_stats: {
       successful: Number(stats?.successful ?? 0),
       failed: Number(stats?.failed ?? 0),
@@ -52,10 +57,11 @@ export function toWebhookSummaryDto(h: Webhook, stats: StatsRow | undefined): TW
 export function toWebhookDetailDto(
   h: Webhook,
   stats: StatsRow | undefined,
-  secret: 'masked' | 'full' = 'masked',
+  secret: string,
+  show: 'masked' | 'full' = 'masked',
 ): TWebhookDetail {
   return {
-    ...baseDto(h, stats, secret),
+    ...baseDto(h, stats, secret, show),
     delivery_stats: {
       total_deliveries: Number(stats?.total ?? 0),
       successful_deliveries: Number(stats?.successful ?? 0),

@@ -11,6 +11,7 @@ import { Webhook } from './webhook.entity.js';
 import { DELIVERY_WORKER } from './webhooks.constants.js';
 import { dropExpiredSecretsJob, purgeDeliveriesJob } from './webhooks.jobs.js';
 import { webhooksRouter } from './webhooks.router.js';
+import { encryptClearWebhookSecrets } from './webhook-secrets.js';
 
 /** What webhooks keep per process (`deps.modules.webhooks`). */
 export interface WebhooksRuntime {
@@ -60,6 +61,7 @@ export const webhooksModule: ModuleManifest<'webhooks', WebhooksRuntime> = defin
       return { 'api.webhook_deliveries': n };
     },
   },
+  encryptAtRest: encryptClearWebhookSecrets,
   organizationRows: {
     remove: [{ table: 'webhook_deliveries' }, { table: 'webhooks' }],
     // The events the deletion caused (vpn.disconnected, the final invoice) still reach the organization's

@@ -132,7 +132,9 @@ export const webhooksRouter = router({
         description:
           'Delivers one event of type `event_type` (default `webhook.test`) with `custom_data` as `data.object`, ' +
           'whatever the subscriptions and state of the webhook, and returns the delivery with the outcome of its ' +
-          'single attempt (bounded by the delivery timeout). Test deliveries are not retried.',
+          'single attempt (bounded by the delivery timeout). Test deliveries are not retried. They are signed like ' +
+          'real events but marked: the body has a top-level `"test": true` (real events have no `test` field) and ' +
+          'the request the header `X-VPN-Test: true`, also when redelivered. Receivers should ignore them.',
       },
       // The attempt is an outbound HTTP call: no transaction is held open across it.
       idempotency: 'after-commit',
@@ -153,8 +155,8 @@ export const webhooksRouter = router({
           'bytes, attempted at once and retried on the schedule like any other, through the same queue and address ' +
           'checks. Any delivery of the webhook can be sent again, whatever its status. The webhook must be `active` ' +
           '(409 otherwise).',
-        errorResponses: { 409: 'The webhook is not `active`' },
       },
+      errors: { CONFLICT: 'The webhook is not `active`' },
       successStatus: 202,
     })
     .input(ZRedeliverInput)
@@ -175,8 +177,8 @@ export const webhooksRouter = router({
           'since. The new deliveries keep their event id and body and go through the delivery queue behind other ' +
           "webhooks' fresh deliveries, so a large recovery never delays them. The webhook must be `active` (409 " +
           'otherwise).',
-        errorResponses: { 409: 'The webhook is not `active`' },
       },
+      errors: { CONFLICT: 'The webhook is not `active`' },
       successStatus: 202,
     })
     .input(ZRecoverInput)

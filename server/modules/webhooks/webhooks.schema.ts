@@ -21,8 +21,10 @@ const ZUrl = z
   .meta({
     format: 'uri',
     description:
-      'HTTPS endpoint that receives the events. Hosts that are or resolve to loopback, private, link-local, ' +
-      'CGNAT, multicast, reserved or cloud metadata addresses, and URLs with credentials, are refused.',
+      'HTTPS endpoint that receives the events. Only hosts that are and resolve to global unicast addresses are ' +
+      'accepted: loopback, private, link-local, CGNAT, multicast, reserved, documentation or cloud metadata ' +
+      'addresses, IPv6 forms that carry one (IPv4-compatible `::/96`, 6to4, Teredo, NAT64 of a refused IPv4), ' +
+      'site-local and unique-local IPv6, and URLs with credentials, are refused.',
   });
 
 const ZEvents = z

@@ -12,6 +12,7 @@ import { performAttempt } from './delivery-attempt.js';
 import { eventBody } from './delivery-fanout.js';
 import { WebhookDelivery } from './webhook-delivery.entity.js';
 import { newWebhookSecret } from './webhook-signing.js';
+import { openWebhookSecret, sealWebhookSecret } from './webhook-secrets.js';
 import {
   DELIVERY_RETENTION_DAYS,
   MAX_WEBHOOKS_PER_ORGANIZATION,
@@ -78,7 +79,9 @@ export async function listWebhooks(ctx: ActorContext) {
   );
   return {
     success: true as const,
-    webhooks: hooks.map((h) => toWebhookSummaryDto(h, stats.get(h.id))),
+    webhooks: hooks.map((h) =>
+      toWebhookSummaryDto(h, stats.get(h.id), openWebhookSecret(ctx.deps, h.secret)),
+    ),
     total: hooks.length,
   };
 }
@@ -93,26 +96,30 @@ export async function createWebhook(ctx: ActorContext, input: TCreateWebhookInpu
     );
   }
   const now = ctx.deps.clock.now();
+  const secret = newWebhookSecret();
   const hook = ctx.em.create(Webhook, {
     id: newId('wh'),
     organization: ctx.em.getReference(Organization, actor.organizationId),
     url: input.url,
     events: [...new Set(input.events)],
     description: input.description ?? null,
-    secret: newWebhookSecret(),
+    secret: sealWebhookSecret(ctx.deps, secret),
     status: input.active === false ? 'inactive' : 'active',
     createdAt: now,
     updatedAt: now,
   });
   await ctx.em.flush();
   // The only response that carries the whole secret.
-  return { success: true as const, webhook: toWebhookDetailDto(hook, undefined, 'full') };
+  return { success: true as const, webhook: toWebhookDetailDto(hook, undefined, secret, 'full') };
 }
 
 export async function getWebhook(ctx: ActorContext, id: string) {
   const hook = await getWebhookOrThrow(ctx, id);
   const stats = await deliveryStats(ctx.em, [hook.id], ctx.deps.clock.now());
-  return { success: true as const, webhook: toWebhookDetailDto(hook, stats.get(hook.id)) };
+  return {
+    success: true as const,
+    webhook: toWebhookDetailDto(hook, stats.get(hook.id), openWebhookSecret(ctx.deps, hook.secret)),
+  };
 }
 
 export async function updateWebhook(ctx: ActorContext, input: TUpdateWebhookInput) {
@@ -192,6 +199,8 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
     createdAt,
     organizationId: actor.organizationId,
     data: { object: input.custom_data ?? {} },
+    // Signed like a real event, but marked as a test (body and `X-VPN-Test`): a receiver can tell it apart.
+    test: true,
   });
   const outcome = await performAttempt(ctx.deps, {
     deliveryId,
@@ -201,10 +210,10 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
     payload,
     attempt: 1,
     url: hook.url,
-    secret: hook.secret,
+    secret: openWebhookSecret(ctx.deps, hook.secret),
     previousSecret:
-      hook.previousSecretExpiresAt && hook.previousSecretExpiresAt > createdAt
-        ? (hook.previousSecret ?? null)
+      hook.previousSecretExpiresAt && hook.previousSecretExpiresAt > createdAt && hook.previousSecret
+        ? openWebhookSecret(ctx.deps, hook.previousSecret)
         : null,
   });
   const delivery = ctx.em.create(WebhookDelivery, {
@@ -357,19 +366,28 @@ export async function recover(ctx: ActorContext, input: TRecoverInput) {
 export async function rotateSecret(ctx: ActorContext, input: TRotateSecretInput) {
   const hook = await getWebhookOrThrow(ctx, input.id);
   const now = ctx.deps.clock.now();
-  const replaced = hook.secret;
+  const replaced = openWebhookSecret(ctx.deps, hook.secret);
   const secret = newWebhookSecret();
   const overlapMs = input.expires_in_hours * 3_600_000;
-  hook.secret = secret;
-  hook.previousSecret = overlapMs > 0 ? replaced : null;
+  hook.secret = sealWebhookSecret(ctx.deps, secret);
+  hook.previousSecret = overlapMs > 0 ? sealWebhookSecret(ctx.deps, replaced) : null;
   hook.previousSecretExpiresAt = overlapMs > 0 ? new Date(now.getTime() + overlapMs) : null;
   hook.updatedAt = now;
   await ctx.em.flush();
-  ctx.deps.modules.webhooks.deliveryWorker.noteRotation(hook.id, secret, hook.previousSecret, replaced);
+  ctx.deps.modules.webhooks.deliveryWorker.noteRotation(
+    hook.id,
+    secret,
+    overlapMs > 0 ? replaced : null,
+    replaced,
+  );
   if (overlapMs > 0) {
     // In the rotation's transaction: the drop is scheduled exactly when the new secret is committed.
     await ctx.deps.jobs.send(dropExpiredSecretsJob, {}, { em: ctx.em, delayMs: overlapMs + 1000 });
   }
   const stats = await deliveryStats(ctx.em, [hook.id], now);
-  return { success: true as const, webhook: toWebhookDetailDto(hook, stats.get(hook.id)), secret };
+  return {
+    success: true as const,
+    webhook: toWebhookDetailDto(hook, stats.get(hook.id), secret),
+    secret,
+  };
 }

@@ -1,5 +1,11 @@
 import { expect } from 'chai';
+import type { AnyTRPCProcedure } from '@trpc/server';
+import { PERMISSIONS } from '../../../server/access/permissions.js';
 import { sha256Hex } from '../../../server/lib/crypto.js';
+import { API_KEY_PERMISSIONS } from '../../../server/modules/api-keys/api-keys.constants.js';
+import { appRouter } from '../../../server/router.js';
+import type { Meta } from '../../../server/trpc/init.js';
+import { isClosedToApiKeys } from '../../../server/trpc/procedures.js';
 import { createOrg, createUser, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { sharedServer, startTestServer, type TestServer } from '../../support/server.js';
@@ -144,9 +150,44 @@ describe('API keys over HTTP', function () {
     expect(listed.body.total).to.equal(0);
   });
 
+  it('refuses permissions no key can use (users:*, billing:delete, billing:admin) with 400 naming the allowed set', async () => {
+    for (const permission of ['users:read', 'users:admin', 'billing:delete', 'billing:admin']) {
+      const res = await createKey(s, owner.token, { name: 'x', permissions: ['vpn:read', permission] });
+      expect(res.status, permission).to.equal(400);
+      expect(res.body.error.code).to.equal('VALIDATION_ERROR');
+      expect(res.body.error.details).to.have.length(1);
+      expect(res.body.error.details[0].path).to.equal('permissions.1');
+      expect(res.body.error.details[0].message).to.include(API_KEY_PERMISSIONS.join(', '));
+    }
+    expect((await http(s.baseUrl, 'GET', '/v1/api-keys', { token: owner.token })).body.total).to.equal(0);
+    // The document lists the same set.
+    const doc = (await http(s.baseUrl, 'GET', '/v1/openapi.json')).body;
+    const schema = doc.paths['/api-keys'].post.requestBody.content['application/json'].schema;
+    expect(schema.properties.permissions.items.enum).to.deep.equal(API_KEY_PERMISSIONS);
+  });
+
+  it('allows exactly the permissions that operations open to keys check, and `admin` where it implies only those', () => {
+    const checked = new Set<string>();
+    for (const [path, proc] of Object.entries(
+      appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure>,
+    )) {
+      const meta = proc._def.meta as Meta | undefined;
+      if (meta?.permission && !isClosedToApiKeys(path, meta)) checked.add(meta.permission);
+    }
+    // `<resource>:admin` implies read, write and delete: allowed where all three are checked.
+    const adminUsable = (r: string) => ['read', 'write', 'delete'].every((l) => checked.has(`${r}:${l}`));
+    const expected = PERMISSIONS.filter(
+      (p) => checked.has(p) || (p.endsWith(':admin') && adminUsable(p.split(':')[0]!)),
+    );
+    expect([...API_KEY_PERMISSIONS]).to.deep.equal(expected);
+  });
+
   it('is closed to /auth, /api-keys, /users, /webhooks and /audit-logs whatever it holds', async () => {
     const { secret } = (
-      await createKey(s, owner.token, { name: 'all', permissions: ['users:admin', 'vpn:admin'] })
+      await createKey(s, owner.token, {
+        name: 'all',
+        permissions: ['vpn:admin', 'database:admin', 'hosting:admin', 'billing:read', 'billing:write'],
+      })
     ).body;
     const calls: [string, string, unknown?][] = [
       ['GET', '/v1/auth/me'],

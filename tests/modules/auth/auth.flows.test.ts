@@ -1,4 +1,4 @@
-import { createHash, generateKeyPairSync } from 'node:crypto';
+import { createHash, createHmac, generateKeyPairSync } from 'node:crypto';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
 import { User } from '../../../server/access/user.entity.js';
@@ -315,6 +315,11 @@ describe('auth flows (README, "Calling the API")', () => {
   describe('access tokens are pinned to HS256, issuer and audience', () => {
     const secret = testConfig().jwtSecret!;
     const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    /** A token signed by hand (HS256, the server's secret), whatever its claims: jsonwebtoken refuses to sign some. */
+    const hs256 = (payload: object) => {
+      const unsigned = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(payload)}`;
+      return `${unsigned}.${createHmac('sha256', secret).update(unsigned).digest('base64url')}`;
+    };
 
     async function claimsOf() {
       const owner = await createOrg(s.deps);
@@ -343,6 +348,15 @@ describe('auth flows (README, "Calling the API")', () => {
         'missing session claim': jwt.sign({ ...claims, sid: undefined }, secret, opts),
         'other organization': jwt.sign({ ...claims, org: 'org_someoneelse000000000' }, secret, opts),
         'not before in the future': jwt.sign(claims, secret, { ...opts, notBefore: 600 }),
+        // Correctly signed, issuer and audience right, but without an expiry: it would never lapse.
+        'no exp': jwt.sign(claims, secret, { issuer: JWT_ISSUER, audience: JWT_AUDIENCE }),
+        'exp not a number': hs256({
+          ...claims,
+          iss: JWT_ISSUER,
+          aud: JWT_AUDIENCE,
+          iat: Math.floor(Date.now() / 1000),
+          exp: 'never',
+        }),
         garbage: 'abc.def.ghi',
         'not a jwt': 'hello',
       };

@@ -31,7 +31,13 @@ async function start(env: Record<string, string | undefined>): Promise<Running> 
   return Object.assign(server, { owner: await createOrg(server.deps) });
 }
 
-const PRODUCTION = { NODE_ENV: 'production', BCRYPT_COST: '10' };
+// Production needs an SMTP server; these tests send no mail, so none listens there.
+const PRODUCTION = {
+  NODE_ENV: 'production',
+  BCRYPT_COST: '10',
+  MAIL_URL: 'smtp://127.0.0.1:2525',
+  MAIL_FROM: 'no-reply@example.com',
+};
 
 describe('HTTPS rule for /auth/* (README, "Calling the API")', function () {
   this.timeout(60_000);

@@ -31,7 +31,11 @@ describe('two-factor sign-in (TOTP)', () => {
     const setup = await post('/auth/2fa/setup', {}, user.token);
     expect(setup.status).to.equal(200);
     const authenticator = URI.parse(setup.body.otpauth_url) as TOTP;
-    const enabled = await post('/auth/2fa/enable', { code: codeAt(authenticator) }, user.token);
+    const enabled = await post(
+      '/auth/2fa/enable',
+      { password: user.password, code: codeAt(authenticator) },
+      user.token,
+    );
     expect(enabled.status).to.equal(200);
     return { authenticator, recoveryCodes: enabled.body.recovery_codes };
   }
@@ -49,10 +53,14 @@ describe('two-factor sign-in (TOTP)', () => {
     expect(authenticator.algorithm).to.equal('SHA1');
 
     // A wrong first code is a validation error and enables nothing.
-    const wrong = await post('/auth/2fa/enable', { code: '000000' }, owner.token);
+    const wrong = await post('/auth/2fa/enable', { password: owner.password, code: '000000' }, owner.token);
     expectError(wrong, 'VALIDATION_ERROR');
     const enableCode = codeAt(authenticator);
-    const enabled = await post('/auth/2fa/enable', { code: enableCode }, owner.token);
+    const enabled = await post(
+      '/auth/2fa/enable',
+      { password: owner.password, code: enableCode },
+      owner.token,
+    );
     expect(enabled.status).to.equal(200);
     expect(enabled.body.recovery_codes).to.have.length(10);
     expect(new Set(enabled.body.recovery_codes).size).to.equal(10);

@@ -157,6 +157,15 @@ describe('billing over HTTP: a customer walks through it', function () {
     expect(refused.body.error.details).to.deep.equal([
       { resource: 'vpn_connections', limit: 10, current: 11 },
     ]);
+    // The preview of that downgrade answers what the change answers: the same 409, code, message and details.
+    const previewRefused = await http(s.baseUrl, 'POST', '/v1/billing/subscription/preview', {
+      token: owner.token,
+      body: { plan: 'starter' },
+    });
+    expect(previewRefused.status).to.equal(409);
+    const { request_id: _a, ...refusedError } = refused.body.error;
+    const { request_id: _b, ...previewError } = previewRefused.body.error;
+    expect(previewError).to.deep.equal(refusedError);
     await http(s.baseUrl, 'DELETE', `/v1/vpn/connections/${ids[0]}`, { token: owner.token });
     const down = await changePlan(s.baseUrl, owner.token, { plan: 'starter' });
     expect(down.status).to.equal(200);

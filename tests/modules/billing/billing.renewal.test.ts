@@ -267,6 +267,49 @@ describe('billing renewals: prorations, add-ons and exactly once (fake clock)', 
     expectConsistentInvoice(inv);
   });
 
+  it('POST /invoices/:id/pay charges the payment_method given (a card of the organization, else 404), the default stays', async () => {
+    const owner = await createOrg(s.deps);
+    const declining = (await addCard(s.baseUrl, owner.token, 'pm_card_chargeDeclined')).body.payment_method;
+    clock.advance(30 * 86_400_000);
+    await runDueBilling(s.deps);
+    const api = await as(owner);
+    const [open] = (await api.billing.invoices.list({ status: 'open' })).invoices;
+    expect(open).to.not.equal(undefined);
+    const token = signedIn(await login(createInProcessContext(s.deps), owner)).token;
+    const other = await createOrg(s.deps);
+    const othersCard = (await addCard(s.baseUrl, other.token, 'pm_card_visa')).body.payment_method;
+    const mastercard = (await addCard(s.baseUrl, token, 'pm_card_mastercard', false)).body.payment_method;
+    const pay = (body: unknown) =>
+      http(s.baseUrl, 'POST', `/v1/billing/invoices/${open!.id}/pay`, { token, body });
+
+    for (const payment_method of [othersCard.id, 'pm_unknown', 'not-an-id']) {
+      const refused = await pay({ payment_method });
+      expect(refused.status, payment_method).to.equal(404);
+      expect(refused.body.error.code).to.equal('NOT_FOUND');
+    }
+    const unknown = await pay({ payment_method_id: mastercard.id });
+    expect(unknown.status).to.equal(400);
+    expect(unknown.body.error.details).to.deep.equal([
+      { path: 'payment_method_id', message: 'Unknown field' },
+    ]);
+    expect((await api.billing.invoices.get({ id: open!.id! })).invoice.status).to.equal('open');
+
+    const paid = await pay({ payment_method: mastercard.id });
+    expect(paid.status).to.equal(200);
+    expect(paid.body.invoice).to.deep.include({ status: 'paid' });
+    expect(paid.body.invoice.payment_method).to.deep.equal({
+      type: 'card',
+      brand: 'mastercard',
+      last4: '4444',
+    });
+    const sub = (await api.billing.subscription.get()).subscription;
+    expect(sub.status).to.equal('active');
+    expect(sub.default_payment_method).to.equal(declining.id);
+    const events = await billingEvents(s.deps, owner.organizationId);
+    expect(events.at(-1)).to.deep.include({ type: 'billing.subscription.updated' });
+    expect(events.at(-1)!.object.default_payment_method).to.equal(declining.id);
+  });
+
   it('two sweeps at once, and a sweep repeated, bill each period once', async () => {
     const owners = [];
     for (let i = 0; i < 5; i++) owners.push(await fresh(s.deps));

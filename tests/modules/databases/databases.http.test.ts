@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { sha256Hex } from '../../../server/lib/crypto.js';
+import type { AppDeps } from '../../../server/kit/deps.js';
+import { SimulatedDatabaseDriver } from '../../../server/modules/databases/simulated-databases.driver.js';
 import { appRouter } from '../../../server/router.js';
 import { createInProcessContext } from '../../../server/trpc/context.js';
 import { createCallerFactory } from '../../../server/trpc/init.js';
@@ -42,7 +44,14 @@ const LIST_KEYS = [
   'next_backup',
   'deletion_scheduled',
 ];
-const DETAIL_KEYS = [...LIST_KEYS, 'connection_info', 'specs', 'restored_from_backup_id'];
+const DETAIL_KEYS = [
+  ...LIST_KEYS,
+  'connection_info',
+  'specs',
+  'restored_from_backup_id',
+  'read_only',
+  'status_reason',
+];
 const BACKUP_KEYS = [
   'id',
   'database_id',
@@ -50,6 +59,7 @@ const BACKUP_KEYS = [
   'description',
   'type',
   'status',
+  'failure_reason',
   'size',
   'size_bytes',
   'engine',
@@ -69,8 +79,20 @@ describe('Databases over HTTP', () => {
   const SLOW_MS = 10_000;
 
   /** Creates a database whose provisioning (and later changes) take `delayMs` (the shared server's workers run them). */
+  /**
+   * The shared server's deps with changes that take `delayMs`: the setting, and a driver built with it (the server's
+   * driver is built once at start, from its own setting).
+   */
+  function slowDepsOf(delayMs: number): AppDeps {
+    return {
+      ...s.deps,
+      config: { ...s.deps.config, provisioningDelayMs: delayMs },
+      modules: { ...s.deps.modules, databases: { driver: new SimulatedDatabaseDriver(delayMs) } },
+    };
+  }
+
   async function createSlowly(token: string, body: Record<string, unknown> = {}, delayMs = SLOW_MS) {
-    const deps = { ...s.deps, config: { ...s.deps.config, provisioningDelayMs: delayMs } };
+    const deps = slowDepsOf(delayMs);
     const caller = createCallerFactory(appRouter)(createInProcessContext(deps, { token }));
     const { database } = await caller.databases.create({
       name: dbName('slow'),
@@ -144,11 +166,12 @@ describe('Databases over HTTP', () => {
         'host',
         'password',
         'port',
+        'simulated',
         'ssl_required',
         'user',
       ]);
       expect(info.host).to.match(new RegExp(`^${name}-[a-z0-9]+\\.us-east\\.db\\.example\\.com$`));
-      expect(info).to.include({ port: 5432, ssl_required: true });
+      expect(info).to.include({ port: 5432, ssl_required: true, simulated: true });
       expect(info.password).to.match(/^[A-Za-z0-9]{32}$/);
       expect(d.connection_string).to.equal(
         `postgresql://${info.user}:${info.password}@${info.host}:5432/${info.database}?sslmode=require`,
@@ -395,6 +418,7 @@ describe('Databases over HTTP', () => {
         database: 'defaultdb',
         user: 'dbadmin',
         ssl_required: true,
+        simulated: true,
       });
       expect(d.connection_string).to.equal(
         created.connection_string.replace(created.connection_info.password, '****'),
@@ -444,7 +468,7 @@ describe('Databases over HTTP', () => {
 
       const running = await runningDatabase(s.baseUrl, owner.token);
       // Resizing for SLOW_MS: a second change meanwhile is refused.
-      const slowDeps = { ...s.deps, config: { ...s.deps.config, provisioningDelayMs: SLOW_MS } };
+      const slowDeps = slowDepsOf(SLOW_MS);
       const slow = createCallerFactory(appRouter)(createInProcessContext(slowDeps, { token: owner.token }));
       await slow.databases.update({ id: running.id, size: 'medium' });
       for (const body of [{ size: 'large' }, { backup_enabled: false }, { backup_retention: 9 }, {}]) {

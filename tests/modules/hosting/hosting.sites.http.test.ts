@@ -4,7 +4,7 @@ import { createInProcessContext } from '../../../server/trpc/context.js';
 import { createCallerFactory, toAppError } from '../../../server/trpc/init.js';
 import { createOrg, createUser, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
-import { sharedServer, type TestServer } from '../../support/server.js';
+import { sharedServer, startTestServer, type TestServer } from '../../support/server.js';
 import {
   countSites,
   createSite,
@@ -321,6 +321,40 @@ describe('Hosting sites over HTTP', () => {
         expect((err as { status: number }).status).to.equal(400);
         const res = await http(s.baseUrl, 'GET', `/v1/hosting/sites/${site.id}`, { token: owner.token });
         expect(res.body.site.git_repo).to.equal(GIT_REPO);
+      });
+
+      it('over HTTP on a server that refuses private targets: IPv6 forms that embed or hide IPv4, non-global IPv6', async () => {
+        const strict = await startTestServer({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' } });
+        try {
+          const owner = await createOrg(strict.deps, { plan: 'enterprise' });
+          for (const host of [
+            '[::127.0.0.1]', // IPv4-compatible (::/96)
+            '[::a9fe:a9fe]', // ::169.254.169.254
+            '[64:ff9b::10.0.0.1]', // NAT64 of a private address
+            '[2002:a00:1::1]', // 6to4 of 10.0.0.1
+            '[2001:0:4136:e378:8000:63bf:3fff:fdd2]', // Teredo
+            '[fec0::1]', // site-local
+            '[fd00::1]', // unique-local
+            '[2001:db8::1]', // documentation
+            '[3fff::1]', // documentation (RFC 9637)
+          ]) {
+            const res = await createSite(strict.baseUrl, owner.token, {
+              git_repo: `https://${host}/repo.git`,
+            });
+            expect(res.status, host).to.equal(400);
+            expect(res.body.error.details[0].path).to.equal('git_repo');
+          }
+          expect(await countSites(strict.deps, owner.organizationId)).to.equal(0);
+          expect(
+            (
+              await createSite(strict.baseUrl, owner.token, {
+                git_repo: 'https://[2606:4700:4700::1111]/r.git',
+              })
+            ).status,
+          ).to.equal(201);
+        } finally {
+          await strict.close();
+        }
       });
     });
   });

@@ -127,7 +127,10 @@ export async function populate(
   const caller = s.caller(admin.token);
   const setup = await caller.auth.twoFactor.setup({});
   const totp = URI.parse(setup.otpauth_url) as TOTP;
-  const { recovery_codes } = await caller.auth.twoFactor.enable({ code: totp.generate() });
+  const { recovery_codes } = await caller.auth.twoFactor.enable({
+    password: admin.password,
+    code: totp.generate(),
+  });
 
   const conn = await createConnection(base, t);
   expect(conn.status, conn.text).to.equal(201);

@@ -276,13 +276,26 @@ describe('webhook deliveries', () => {
     expect(typed.body.delivery.event_type).to.equal('vpn.connected');
     expect(rx.requests[1]!.headers['x-vpn-event']).to.equal('vpn.connected');
     expect(rx.requests[1]!.body.data).to.deep.equal({ object: {} });
+    // A test delivery is marked, in the signed body and in a header, so a receiver cannot take a test of a
+    // sensitive type (`billing.invoice.paid`) for the real event.
+    const forged = await http(s.baseUrl, 'POST', `/v1/webhooks/${wh.id}/test`, {
+      token: owner.token,
+      body: { event_type: 'billing.invoice.paid', custom_data: { id: 'in_x', status: 'paid' } },
+    });
+    expect(forged.status).to.equal(200);
+    for (const r of rx.requests) {
+      expect(r.body.test).to.equal(true);
+      expect(r.headers['x-vpn-test']).to.equal('true');
+    }
+    expect(await verifyWithThirdPartyLibraries(wh.secret, rx.requests[2]!)).to.equal(true);
+    expect(forged.body.delivery.event_data.test).to.equal(true);
 
     const bad = await http(s.baseUrl, 'POST', `/v1/webhooks/${wh.id}/test`, {
       token: owner.token,
       body: { event_type: 'user.exploded' },
     });
     expect(bad.status).to.equal(400);
-    expect(rx.requests).to.have.length(2);
+    expect(rx.requests).to.have.length(3);
   });
 
   it('reports a failed test delivery without retrying it, and reads a capped response body', async () => {

@@ -77,8 +77,38 @@ const REFUSED_URLS: Record<string, string[]> = {
   ],
   'IPv6 that embeds IPv4 (NAT64, 6to4, Teredo)': [
     'https://[64:ff9b::a00:1]/',
+    'https://[64:ff9b::10.0.0.1]/',
+    'https://[64:ff9b::169.254.169.254]/',
+    'https://[64:ff9b::127.0.0.1]/',
+    'https://[64:ff9b:1::808:808]/', // the local-use NAT64 prefix, whatever it embeds
     'https://[2002:7f00:1::1]/',
+    'https://[2002:a00:1::1]/', // 6to4 of 10.0.0.1
+    'https://[2002:a9fe:a9fe::1]/', // 6to4 of 169.254.169.254
+    'https://[2002:808:808::1]/', // 6to4 is refused whatever it embeds
     'https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/',
+    'https://[2001::1]/',
+  ],
+  'IPv4-compatible IPv6 (::/96)': [
+    'https://[::127.0.0.1]/',
+    'https://[::7f00:1]/',
+    'https://[::a9fe:a9fe]/', // 169.254.169.254
+    'https://[::169.254.169.254]/',
+    'https://[::10.0.0.1]/',
+    'https://[::8.8.8.8]/',
+  ],
+  'IPv6 site-local, unique-local, documentation and other non-global ranges': [
+    'https://[fec0::1]/',
+    'https://[feff::1]/',
+    'https://[fc00::1]/',
+    'https://[fdff:ffff::1]/',
+    'https://[2001:db8::1]/',
+    'https://[2001:db8:ffff::1]/',
+    'https://[3fff::1]/', // documentation (RFC 9637)
+    'https://[2001:2::1]/', // benchmarking
+    'https://[2001:10::1]/', // ORCHID
+    'https://[100::1]/', // discard
+    'https://[4000::1]/', // outside 2000::/3
+    'https://[5f00::1]/',
   ],
   'not a URL': ['hooks.example.com/in', 'ftp://hooks.example.com/', 'javascript:alert(1)'],
 };
@@ -87,6 +117,8 @@ const ACCEPTED_URLS = [
   'https://hooks.example.com/in',
   'https://93.184.216.34/hook',
   'https://[2606:4700:4700::1111]/hook',
+  // A DNS64 network's address of a public IPv4 host is judged as that host.
+  'https://[64:ff9b::93.184.216.34]/hook',
   'https://hooks.example.com:8443/a?b=c',
 ];
 
@@ -104,7 +136,14 @@ describe('webhook SSRF rules', () => {
     const local = { allowPrivate: true };
 
     it('allows only global unicast addresses', () => {
-      for (const a of ['8.8.8.8', '93.184.216.34', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
+      for (const a of [
+        '8.8.8.8',
+        '93.184.216.34',
+        '2606:4700:4700::1111',
+        '::ffff:8.8.8.8',
+        '64:ff9b::808:808',
+        '[2001:4860:4860::8888]',
+      ]) {
         expect(blockedAddressReason(a, strict), a).to.equal(undefined);
       }
       for (const a of [
@@ -127,6 +166,23 @@ describe('webhook SSRF rules', () => {
         '64:ff9b::7f00:1',
         '2002:7f00:1::',
         '2001:db8::1',
+        // IPv4-compatible (::/96): ipaddr.js alone reads the dotted form as IPv4-mapped.
+        '::127.0.0.1',
+        '::7f00:1',
+        '::a9fe:a9fe',
+        '::1.2.3.4',
+        '[::8.8.8.8]',
+        '64:ff9b::a9fe:a9fe',
+        '64:ff9b:1::808:808',
+        '2002:a00:1::1',
+        '2002:808:808::1',
+        '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+        'fec0::1',
+        'fc00::1',
+        'fd00::1',
+        '3fff::1',
+        '2001:2::1',
+        '4000::1',
       ]) {
         expect(blockedAddressReason(a, strict), a).to.be.a('string');
       }
@@ -153,9 +209,12 @@ describe('webhook SSRF rules', () => {
         'internal.example.com': ['10.0.0.7'],
         'mixed.example.com': ['93.184.216.34', '127.0.0.1'],
         'v6.example.com': ['::ffff:169.254.169.254'],
+        'compat.example.com': ['2606:4700:4700::1111', '::a9fe:a9fe'],
+        'nat64.example.com': ['64:ff9b::a00:7'],
+        'sixtofour.example.com': ['2002:a00:7::1'],
         'public.example.com': ['93.184.216.34', '2606:4700:4700::1111'],
       });
-      for (const host of ['internal', 'mixed', 'v6']) {
+      for (const host of ['internal', 'mixed', 'v6', 'compat', 'nat64', 'sixtofour']) {
         const r = await checkTargetUrl(`https://${host}.example.com/`, { allowPrivate: false }, resolver);
         expect(r.ok, host).to.equal(false);
       }

@@ -1,4 +1,5 @@
 import type { CommandGroup } from '../command-group.js';
+import account from './account.js';
 import apiKeys from './api-keys.js';
 import auth from './auth.js';
 import billing from './billing.js';
@@ -14,6 +15,7 @@ import webhooks from './webhooks.js';
  */
 export const commandGroups: readonly CommandGroup[] = [
   auth,
+  account,
   vpn,
   sites,
   databases,

@@ -2,7 +2,7 @@ import type { BuildLogLine, PlatformClient, RouterInputs, RouterOutputs } from '
 import { positiveInteger, type Cli } from '../cli.js';
 import { defineCommandGroup } from '../command-group.js';
 import { CliError, EXIT } from '../exit-codes.js';
-import { fields, table } from '../output.js';
+import { fields, table, writeErr, writeOut } from '../output.js';
 
 type CreateInput = RouterInputs['hosting']['sites']['create'];
 type Deployment = RouterOutputs['hosting']['sites']['deploy']['deployment'];
@@ -54,7 +54,7 @@ async function follow(cli: Cli, client: PlatformClient, siteId: string, deployme
   const stream = client.followDeploymentLogs(siteId, deploymentId);
   for await (const line of stream) {
     if (cli.json) lines.push(line);
-    else (line.stream === 'stderr' ? process.stderr : process.stdout).write(`${logLine(line)}\n`);
+    else (line.stream === 'stderr' ? writeErr : writeOut)(`${logLine(line)}\n`);
   }
   const { deployment } = await client.hosting.deployments.get.query({
     id: siteId,

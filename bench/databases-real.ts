@@ -1,0 +1,215 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { upgradeAllToEnterprise } from './lib/database.js';
+import type { BenchContext } from './lib/plugin.js';
+import { freePort, SERVER_SCRIPT, startServerProcess, type ServerHandle } from './lib/processes.js';
+
+/**
+ * Real databases (README, "Databases", Real servers) on the PostgreSQL of this machine: the time from a create to
+ * the first successful connection with the returned string; a backup of a database of about 100 MB against
+ * `pg_dump` of it alone (same format and compression), and its restore into a new database against `pg_restore`
+ * alone. The server under test here is one of its own (embedded PGlite, its own queue) with DATABASE_HOSTS, so that
+ * no process without that configuration takes its jobs.
+ */
+const ADMIN = process.env.BENCH_PG_ADMIN ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const OWNER = { email: 'real-db-bench@example.com', password: 'real-db-bench-password' };
+const ROWS = Number(process.env.BENCH_REAL_DB_ROWS ?? 330_000);
+
+async function admin<T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: ADMIN });
+  await c.connect();
+  try {
+    return (await c.query<T>(text, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+async function timed(command: string, args: string[], env: Record<string, string> = {}): Promise<number> {
+  const url = new URL(ADMIN);
+  const started = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(command, args, {
+      env: {
+        PATH: process.env.PATH ?? '',
+        PGHOST: url.hostname,
+        PGPORT: url.port || '5432',
+        PGUSER: url.username,
+        ...env,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}`)),
+    );
+  });
+  return performance.now() - started;
+}
+
+export async function bench(ctx: BenchContext): Promise<void> {
+  const { report } = ctx;
+  report.section('Real databases (PostgreSQL on this machine)');
+  const dir = mkdtempSync(join(tmpdir(), 'bench-real-db-'));
+  const names: string[] = [];
+  let server: ServerHandle | undefined;
+  const env = async () => {
+    const port = await freePort();
+    return {
+      port,
+      env: {
+        NODE_ENV: 'development',
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+        DATA_DIR: dir,
+        JWT_SECRET: ctx.jwtSecret,
+        BCRYPT_COST: '4',
+        RATE_LIMIT_BURST: '1000000',
+        OWNER_EMAIL: OWNER.email,
+        OWNER_PASSWORD: OWNER.password,
+        DATABASE_HOSTS: `postgresql@us-east=${ADMIN}`,
+        BACKUP_DIR: join(dir, 'backups'),
+        DATABASE_DELETION_GRACE: '0s',
+      },
+    };
+  };
+  const start = async (name: string) => {
+    const { port, env: e } = await env();
+    return startServerProcess({ name, script: SERVER_SCRIPT, port, env: e, healthPath: '/readyz' });
+  };
+  try {
+    await (await start('real databases (first start)')).stop();
+    await upgradeAllToEnterprise({ kind: 'pglite', dir: join(dir, 'pglite') });
+    server = await start('real databases');
+    const call = async <T>(method: string, path: string, body?: unknown, token?: string) => {
+      const res = await fetch(`${server!.baseUrl}${path}`, {
+        method,
+        headers: {
+          'content-type': 'application/json',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as T };
+    };
+    const login = await call<{ token?: string }>('POST', '/v1/auth/login', OWNER);
+    const token = login.body.token;
+    if (!token) throw new Error(`login answered ${login.status}`);
+    type Db = { id: string; connection_string: string; connection_info: { database: string } };
+    const create = async (body: Record<string, unknown>) => {
+      const res = await call<{ database: Db }>(
+        'POST',
+        '/v1/databases',
+        { engine: 'postgresql', backup_enabled: false, ...body },
+        token,
+      );
+      if (res.status !== 201) throw new Error(`create answered ${res.status}: ${JSON.stringify(res.body)}`);
+      names.push(res.body.database.connection_info.database);
+      return res.body.database;
+    };
+    const firstConnection = async (url: string) => {
+      for (;;) {
+        const c = new pg.Client({ connectionString: url });
+        c.on('error', () => {});
+        try {
+          await c.connect();
+          await c.end();
+          return;
+        } catch {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    };
+    const waitFor = async (check: () => Promise<boolean>) => {
+      while (!(await check())) await new Promise((r) => setTimeout(r, 25));
+    };
+
+    let t = performance.now();
+    const d = await create({ name: `bench-real-${Date.now().toString(36)}` });
+    await firstConnection(d.connection_string);
+    report.figure('create → first successful connection', performance.now() - t, 'ms', {
+      target: '< 2,000 ms',
+      met: performance.now() - t < 2000,
+    });
+
+    const c = new pg.Client({ connectionString: d.connection_string });
+    await c.connect();
+    await c.query(
+      `create table big as select g as id, md5(g::text) || repeat('x', 200) as body from generate_series(1, ${ROWS}) g`,
+    );
+    await c.end();
+    const [size] = await admin<{ bytes: string }>('select pg_database_size($1)::bigint as bytes', [
+      d.connection_info.database,
+    ]);
+    report.figure('  database size', Number(size!.bytes) / 1e6, 'MB');
+
+    t = performance.now();
+    const posted = await call<{ backup: { id: string } }>('POST', `/v1/databases/${d.id}/backups`, {}, token);
+    const backupId = posted.body.backup.id;
+    await waitFor(async () => {
+      const list = await call<{ backups: { id: string; status: string }[] }>(
+        'GET',
+        `/v1/databases/${d.id}/backups`,
+        undefined,
+        token,
+      );
+      const b = list.body.backups.find((x) => x.id === backupId);
+      if (b?.status === 'failed') throw new Error('the backup failed');
+      return b?.status === 'completed';
+    });
+    const backupMs = performance.now() - t;
+    const dumpMs = await timed('pg_dump', [
+      '--format=custom',
+      '--compress=1',
+      '--file',
+      join(dir, 'alone.dump'),
+      d.connection_info.database,
+    ]);
+    report.figure('backup through the API (POST → completed)', backupMs, 'ms', {
+      target: `≤ ${Math.round(1.2 * dumpMs)} ms (1.2 × pg_dump alone)`,
+      met: backupMs <= 1.2 * dumpMs,
+    });
+    report.figure('  pg_dump alone', dumpMs, 'ms');
+
+    t = performance.now();
+    const copy = await create({ name: `bench-restore-${Date.now().toString(36)}`, backup_id: backupId });
+    await waitFor(async () => {
+      const res = await call<{ database: { status: string } }>(
+        'GET',
+        `/v1/databases/${copy.id}`,
+        undefined,
+        token,
+      );
+      if (res.body.database.status === 'failed') throw new Error('the restore failed');
+      return res.body.database.status === 'running';
+    });
+    const restoreMs = performance.now() - t;
+    const scratch = `bench_restore_alone_${process.pid}`;
+    await admin(`drop database if exists ${scratch}`);
+    await admin(`create database ${scratch}`);
+    const aloneMs = await timed('pg_restore', [
+      '--no-owner',
+      '--no-acl',
+      '--dbname',
+      scratch,
+      join(dir, 'alone.dump'),
+    ]);
+    await admin(`drop database if exists ${scratch} with (force)`);
+    report.figure('restore through the API (create with backup_id → running)', restoreMs, 'ms', {
+      target: `≤ ${Math.round(1.2 * aloneMs)} ms (1.2 × pg_restore alone)`,
+      met: restoreMs <= 1.2 * aloneMs,
+    });
+    report.figure('  pg_restore alone (into an empty database)', aloneMs, 'ms');
+  } finally {
+    await server?.stop();
+    for (const name of names) {
+      await admin(`drop database if exists "${name}" with (force)`).catch(() => {});
+      await admin(`drop role if exists "${name}"`).catch(() => {});
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

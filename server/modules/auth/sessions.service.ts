@@ -1,0 +1,79 @@
+import { LoginSession } from '../../access/session.entity.js';
+import type { Em } from '../../db/orm.js';
+import type { ActorContext } from '../../kit/deps.js';
+import { notFound } from '../../lib/errors.js';
+import { isId } from '../../lib/ids.js';
+import type { TLoginSession, TRevokeAllSessionsInput } from './auth.schema.js';
+
+/**
+ * The caller's login sessions (README, "Accounts and sessions"). Revoking a session makes its access and refresh
+ * tokens fail from the next call on (the access check reads the session with the user, server/access/actor.ts).
+ */
+
+/** Revokes the user's live sessions but `keep` (none when null); how many were revoked. */
+export async function revokeSessionsOf(
+  em: Em,
+  userId: string,
+  keep: string | null,
+  now: Date,
+): Promise<number> {
+  return em.nativeUpdate(
+    LoginSession,
+    { user: userId, revokedAt: null, expiresAt: { $gt: now }, ...(keep ? { id: { $ne: keep } } : {}) },
+    { revokedAt: now, updatedAt: now },
+  );
+}
+
+function toSessionDto(s: LoginSession, currentId: string): TLoginSession {
+  return {
+    id: s.id,
+    created_at: s.createdAt.toISOString(),
+    last_used_at: (s.lastUsedAt ?? s.createdAt).toISOString(),
+    expires_at: s.expiresAt.toISOString(),
+    ip: s.ip ?? null,
+    user_agent: s.userAgent ?? null,
+    current: s.id === currentId,
+  };
+}
+
+/** `GET /auth/sessions`: the caller's live sessions, newest first. */
+export async function listSessions(ctx: ActorContext) {
+  const now = ctx.deps.clock.now();
+  const rows = await ctx.em.find(
+    LoginSession,
+    { user: ctx.actor.userId, revokedAt: null, expiresAt: { $gt: now } },
+    { orderBy: { createdAt: 'desc', id: 'desc' } },
+  );
+  return {
+    success: true as const,
+    sessions: rows.map((s) => toSessionDto(s, ctx.actor.sessionId)),
+    total: rows.length,
+  };
+}
+
+/** `DELETE /auth/sessions/{id}`: one of the caller's live sessions; anyone else's, or a revoked one, is 404. */
+export async function revokeSession(ctx: ActorContext, id: string) {
+  if (!isId('ses', id)) throw notFound('Login session');
+  const now = ctx.deps.clock.now();
+  const n = await ctx.em.nativeUpdate(
+    LoginSession,
+    { id, user: ctx.actor.userId, revokedAt: null, expiresAt: { $gt: now } },
+    { revokedAt: now, updatedAt: now },
+  );
+  if (n === 0) throw notFound('Login session');
+  return { success: true as const, message: 'The session is signed out', id };
+}
+
+/** `POST /auth/sessions/revoke-all`: every live session of the caller, the current one too unless kept. */
+export async function revokeAllSessions(ctx: ActorContext, input: TRevokeAllSessionsInput) {
+  const now = ctx.deps.clock.now();
+  const keep = input.keep_current ? ctx.actor.sessionId : null;
+  const revoked = await revokeSessionsOf(ctx.em, ctx.actor.userId, keep, now);
+  return {
+    success: true as const,
+    message: input.keep_current
+      ? 'Every other session is signed out'
+      : 'Every session is signed out, this one included',
+    revoked,
+  };
+}

@@ -1,0 +1,88 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/**
+ * Where the dumps of real databases are kept (README, "Databases", Backups; docs/deploying.md). An interface, so that
+ * an object store can take the place of the directory: a dump is streamed in under the backup's id with its SHA-256,
+ * and read back (checked against it) to restore.
+ */
+export interface BackupStore {
+  /** Stores `dump` as backup `id` (replacing a partial one); its size in bytes and SHA-256 (hex). */
+  put(id: string, dump: Readable, succeeded?: Promise<void>): Promise<{ sizeBytes: number; sha256: string }>;
+  /** A local file holding backup `id`, checked against its checksum (throws when missing or corrupt). */
+  open(id: string): Promise<string>;
+  has(id: string): Promise<boolean>;
+  delete(id: string): Promise<void>;
+}
+
+const SAFE_ID = /^[a-z0-9_]{1,64}$/;
+
+/**
+ * A directory (`BACKUP_DIR`): `<id>.dump` and `<id>.sha256` side by side, mode 0600. A dump is written to a
+ * `.partial` file and renamed once whole, so a crash never leaves a truncated dump under a backup's name.
+ */
+export class DirectoryBackupStore implements BackupStore {
+  readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = resolve(dir);
+  }
+
+  private path(id: string, ext: string): string {
+    if (!SAFE_ID.test(id)) throw new Error('invalid backup id');
+    return join(this.dir, `${id}.${ext}`);
+  }
+
+  /** Keeps the dump only once `succeeded` resolves (the tool exited with 0): a failed dump never replaces one. */
+  async put(
+    id: string,
+    dump: Readable,
+    succeeded: Promise<void> = Promise.resolve(),
+  ): Promise<{ sizeBytes: number; sha256: string }> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const partial = join(this.dir, `${id}.${randomBytes(6).toString('hex')}.partial`);
+    if (!SAFE_ID.test(id)) throw new Error('invalid backup id');
+    const hash = createHash('sha256');
+    let sizeBytes = 0;
+    dump.on('data', (chunk: Buffer) => {
+      hash.update(chunk);
+      sizeBytes += chunk.length;
+    });
+    try {
+      await pipeline(dump, createWriteStream(partial, { mode: 0o600 }));
+      await succeeded;
+    } catch (err) {
+      await rm(partial, { force: true });
+      throw err;
+    }
+    const sha256 = hash.digest('hex');
+    await writeFile(this.path(id, 'sha256'), `${sha256}  ${id}.dump\n`, { mode: 0o600 });
+    await rename(partial, this.path(id, 'dump'));
+    return { sizeBytes, sha256 };
+  }
+
+  async open(id: string): Promise<string> {
+    const file = this.path(id, 'dump');
+    const expected = (await readFile(this.path(id, 'sha256'), 'utf8')).split(/\s/)[0];
+    const hash = createHash('sha256');
+    await pipeline(createReadStream(file), hash);
+    if (hash.digest('hex') !== expected) throw new Error(`backup ${id} does not match its checksum`);
+    return file;
+  }
+
+  async has(id: string): Promise<boolean> {
+    return stat(this.path(id, 'dump')).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  async delete(id: string): Promise<void> {
+    await rm(this.path(id, 'dump'), { force: true });
+    await rm(this.path(id, 'sha256'), { force: true });
+  }
+}

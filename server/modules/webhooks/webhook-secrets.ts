@@ -1,0 +1,39 @@
+import { decryptSecret, encryptSecret, isEncryptedSecret } from '../../lib/crypto.js';
+import type { AppDeps } from '../../kit/deps.js';
+
+/**
+ * Webhook signing secrets are stored encrypted (AES-256-GCM with the at-rest key, `deps.keys.twoFactor`; see
+ * docs/security.md). A secret stored before that (it begins `whsec_`, which no ciphertext does) is read as it is and
+ * encrypted by the start-up step (encryptClearWebhookSecrets) or the next rotation.
+ */
+export function sealWebhookSecret(deps: Pick<AppDeps, 'keys'>, secret: string): string {
+  return encryptSecret(deps.keys.twoFactor, secret);
+}
+
+export function openWebhookSecret(deps: Pick<AppDeps, 'keys'>, stored: string): string {
+  return isEncryptedSecret(stored) ? decryptSecret(deps.keys.twoFactor, stored) : stored;
+}
+
+/**
+ * Encrypts the secrets still stored in clear (rows written before encryption at rest). Each row is rewritten only if
+ * it still holds the value read, so a rotation by another process meanwhile wins. Returns how many were encrypted.
+ */
+export async function encryptClearWebhookSecrets(deps: AppDeps): Promise<number> {
+  const em = deps.db.orm.em.fork();
+  const rows = await em.execute<{ id: string; secret: string; previous_secret: string | null }[]>(
+    `select "id", "secret", "previous_secret" from "webhooks"
+      where left("secret", 6) = 'whsec_' or left("previous_secret", 6) = 'whsec_'`,
+  );
+  const seal = (v: string | null) => (v === null || isEncryptedSecret(v) ? v : sealWebhookSecret(deps, v));
+  let changed = 0;
+  for (const row of rows) {
+    const updated = await em.execute<{ id: string }[]>(
+      `update "webhooks" set "secret" = ?, "previous_secret" = ?
+        where "id" = ? and "secret" = ? and "previous_secret" is not distinct from ?
+       returning "id"`,
+      [seal(row.secret), seal(row.previous_secret), row.id, row.secret, row.previous_secret],
+    );
+    changed += updated.length;
+  }
+  return changed;
+}
