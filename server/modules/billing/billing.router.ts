@@ -92,9 +92,10 @@ const subscriptionRouter = router({
         description:
           'Lines, tax and total of the change now, without changing anything (`id` and `number` null). A ' +
           'change that `PUT /billing/subscription` would refuse is refused the same way.',
-        errorResponses: {
-          409: 'A downgrade below current usage (`details: [{resource, limit, current}]`), as the change itself',
-        },
+      },
+      errors: {
+        CONFLICT:
+          'A downgrade below current usage (`details: [{resource, limit, current}]`), as the change itself',
       },
     })
     .input(ZPreviewInput)

@@ -241,7 +241,7 @@ describe('accounts and sessions (README, "Accounts and sessions")', function () 
     const authenticator = URI.parse(setup.body.otpauth_url) as TOTP;
     const enabled = await http(s.baseUrl, 'POST', '/v1/auth/2fa/enable', {
       token: owner.token,
-      body: { code: authenticator.generate({ timestamp: clock.now().getTime() }) },
+      body: { password: owner.password, code: authenticator.generate({ timestamp: clock.now().getTime() }) },
     });
     expect(enabled.status).to.equal(200);
     expect(await me(owner.token)).to.equal(200);
