@@ -160,6 +160,16 @@ const ZEnv = z.object({
       'SITES_DOMAIN must be a host name of at least two labels, such as sites.example.com',
     )
     .default('sites.example.com'),
+  BUILDER: z
+    .enum(['simulated', 'local'], { error: 'BUILDER must be simulated or local' })
+    .default('simulated'),
+  BUILD_SANDBOX: z.enum(['bwrap', 'none'], { error: 'BUILD_SANDBOX must be bwrap or none' }).default('bwrap'),
+  BUILD_TIMEOUT: duration('BUILD_TIMEOUT', 1000, 3_600_000).default(10 * 60_000),
+  BUILD_CONCURRENCY: int('BUILD_CONCURRENCY', 1, 64).default(2),
+  ARTIFACTS_DIR: z.string().trim().min(1).optional(),
+  ARTIFACT_MAX_MB: int('ARTIFACT_MAX_MB', 1, 100_000).default(200),
+  EDGE_PORT: int('EDGE_PORT', 0, 65535).optional(),
+  EDGE_HOST: z.string().trim().min(1).optional(),
   BACKUP_INTERVAL: duration('BACKUP_INTERVAL', 100, 366 * 86_400_000).default(24 * 3_600_000),
   DATABASE_DELETION_GRACE: duration('DATABASE_DELETION_GRACE', 0, 90 * 86_400_000).default(24 * 3_600_000),
   /** Real database servers (README, "Databases", Real servers): `<engine>@<region>=<admin URL>`, comma-separated. */
@@ -310,6 +320,18 @@ export interface Config {
   auditLogEnabled: boolean;
   /** Sites are served at `https://<slug>.<sitesDomain>` (README, "Hosting"). */
   sitesDomain: string;
+  /** Real builds and the edge (docs/hosting.md). */
+  hosting: {
+    builder: 'simulated' | 'local';
+    /** `none` runs builds without a sandbox (refused in production). */
+    sandbox: 'bwrap' | 'none';
+    buildTimeoutMs: number;
+    buildConcurrency: number;
+    artifactsDir: string;
+    artifactMaxBytes: number;
+    /** The edge's listen address; undefined: no edge in this process. */
+    edge: { port: number; host: string } | undefined;
+  };
   /** Managed databases (README, "Databases"): automatic backup interval and deletion grace, in milliseconds. */
   databases: {
     backupIntervalMs: number;
@@ -437,6 +459,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push('BCRYPT_COST must be at least 10 when NODE_ENV=production');
   if (isProduction && e.WEBHOOK_ALLOW_PRIVATE_TARGETS)
     problems.push('WEBHOOK_ALLOW_PRIVATE_TARGETS cannot be true when NODE_ENV=production');
+  if (isProduction && e.BUILD_SANDBOX === 'none')
+    problems.push('BUILD_SANDBOX cannot be none when NODE_ENV=production');
   // The log driver would put every mailed link (invitations, password resets) in the log.
   if (isProduction && !cleaned.MAIL_URL)
     problems.push('MAIL_URL is required when NODE_ENV=production (an smtp:// or smtps:// URL)');
@@ -496,6 +520,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     passwordResetTtlMs: v.PASSWORD_RESET_TTL,
     sessionMaxAgeMs: v.SESSION_MAX_AGE,
     sitesDomain: v.SITES_DOMAIN,
+    hosting: {
+      builder: v.BUILDER,
+      sandbox: v.BUILD_SANDBOX,
+      buildTimeoutMs: v.BUILD_TIMEOUT,
+      buildConcurrency: v.BUILD_CONCURRENCY,
+      artifactsDir: v.ARTIFACTS_DIR ?? join(v.DATA_DIR, 'artifacts'),
+      artifactMaxBytes: v.ARTIFACT_MAX_MB * 1_000_000,
+      edge: v.EDGE_PORT !== undefined ? { port: v.EDGE_PORT, host: v.EDGE_HOST ?? v.HOST } : undefined,
+    },
     databases: {
       backupIntervalMs: v.BACKUP_INTERVAL,
       deletionGraceMs: v.DATABASE_DELETION_GRACE,

@@ -11,6 +11,7 @@ import { isId, newId } from '../../lib/ids.js';
 import { appendLogLines, followLogs, readLogLines, type LogEvent } from './build-logs.js';
 import type { DeploymentStatus } from './hosting.constants.js';
 import { shortId, toDeploymentDto, toSiteDetailDto } from './hosting.dto.js';
+import { edgeRoutesChanged } from './edge.js';
 import { openEnvironment } from './site-environment.js';
 import { completeDeployment, scheduleBuildStep, startNextBuild } from './hosting.jobs.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
@@ -28,6 +29,8 @@ import type {
   TSiteOutput,
 } from './hosting.schema.js';
 import { findSiteOrThrow } from './sites.service.js';
+
+const NO_COMMIT = '0'.repeat(40);
 
 function deploymentNotFound(): AppError {
   return new AppError('NOT_FOUND', 'Deployment not found');
@@ -60,6 +63,7 @@ async function newDeploymentId(tx: Em, slug: string): Promise<string> {
 export async function deploy(ctx: ActorContext, input: TDeployInput): Promise<TDeploymentOutput> {
   const { deps } = ctx;
   const paceMs = deps.config.provisioningDelayMs;
+  const builder = deps.config.hosting.builder;
   const { site, deployment, wake } = await ctx.em.transactional(async (tx) => {
     const site = await findSiteOrThrow({ em: tx, actor: ctx.actor }, input.id, { lock: true });
     const now = deps.clock.now();
@@ -74,7 +78,10 @@ export async function deploy(ctx: ActorContext, input: TDeployInput): Promise<TD
       site,
       status: 'queued',
       branch: input.branch ?? site.branch,
-      commit: input.commit ?? randomBytes(20).toString('hex'),
+      // A real build records the head of the branch once fetched (all zeros, git's "no commit", until then).
+      commit: input.commit ?? (builder === 'local' ? NO_COMMIT : randomBytes(20).toString('hex')),
+      commitPinned: input.commit !== undefined,
+      builder,
       message: input.message || null,
       statusMessage: null,
       gitRepo: site.gitRepo,
@@ -262,6 +269,8 @@ export async function rollback(ctx: ActorContext, input: TRollbackInput): Promis
     site.updatedAt = now;
     return site;
   });
+  // The edge serves the chosen deployment at once (edge.ts).
+  edgeRoutesChanged(deps);
   return {
     success: true,
     site: toSiteDetailDto(

@@ -1,6 +1,6 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { BaseSchema } from '../../db/base.entity.js';
-import { DEPLOYMENT_STATUSES, FRAMEWORKS, NODE_VERSIONS } from './hosting.constants.js';
+import { BUILDERS, DEPLOYMENT_STATUSES, FRAMEWORKS, NODE_VERSIONS } from './hosting.constants.js';
 import { HostingSite } from './hosting-site.entity.js';
 
 /**
@@ -44,6 +44,13 @@ export const HostingDeploymentSchema = defineEntity({
     buildCommand: p.string().length(1000),
     outputDirectory: p.string().length(255),
     nodeVersion: p.enum(NODE_VERSIONS),
+    /** Which builder built it (`BUILDER`, docs/hosting.md). */
+    builder: p.enum(BUILDERS).default('simulated'),
+    /**
+     * The commit was given by the caller (a real build fetches exactly it); otherwise the builder records the head
+     * of the branch it fetched.
+     */
+    commitPinned: p.boolean().default(true),
     /** The next step of the builder to run while `building` (simulated-hosting.driver.ts). */
     buildStep: p.integer().default(0),
     /** The `seq` of the last log line written (lines count from 1). */

@@ -61,3 +61,7 @@ export const SHORT_ID_LENGTH = 8;
 /** Log lines per page of `GET …/logs` (and per read of a follower catching up). */
 export const DEFAULT_LOG_LIMIT = 100;
 export const MAX_LOG_LIMIT = 1000;
+
+/** Who builds deployments (`BUILDER`): the simulation (test mode) or real builds on this machine (docs/hosting.md). */
+export const BUILDERS = ['simulated', 'local'] as const;
+export type Builder = (typeof BUILDERS)[number];

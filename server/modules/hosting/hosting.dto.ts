@@ -8,7 +8,7 @@ import {
 } from './hosting.constants.js';
 import type { HostingDeployment } from './hosting-deployment.entity.js';
 import type { HostingSite } from './hosting-site.entity.js';
-import { siteMetrics } from './hosting.simulation.js';
+import { humanBytes, siteMetrics } from './hosting.simulation.js';
 import type { TDeployment, TSite, TSiteDetail } from './hosting.schema.js';
 
 /** The characters of a deployment id that name it in its address. */
@@ -71,7 +71,10 @@ export function toSiteDetailDto(
   sitesDomain: string,
   now: Date,
   environment: Record<string, string>,
+  /** What the edge served in the last 24 hours (real builds); the simulation's figures otherwise. */
+  served?: { requests: number; bytes: number },
 ): TSiteDetail {
+  const metrics = siteMetrics(s.id, s.liveSince ?? null, now);
   return {
     ...toSiteDto(s, sitesDomain),
     build_settings: {
@@ -80,7 +83,9 @@ export function toSiteDetailDto(
       node_version: s.nodeVersion,
     },
     environment_variables: environment,
-    metrics: siteMetrics(s.id, s.liveSince ?? null, now),
+    metrics: served
+      ? { ...metrics, requests_24h: served.requests, bandwidth_24h: humanBytes(served.bytes) }
+      : metrics,
   };
 }
 
@@ -97,6 +102,7 @@ export function toDeploymentDto(
     branch: d.branch,
     commit: d.commit,
     message: d.message ?? null,
+    builder: d.builder,
     status_message: d.statusMessage ?? null,
     url: status === 'success' ? deploymentUrl(site.slug, d.id, sitesDomain) : null,
     live: site.liveDeploymentId === d.id,

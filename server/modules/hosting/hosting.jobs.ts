@@ -6,13 +6,14 @@ import { defineJob } from '../../kit/jobs.js';
 import type { JobInfo } from '../../jobs/queue.js';
 import { appendLogLines, type LogEvent } from './build-logs.js';
 import type { DeploymentStatus } from './hosting.constants.js';
-import type { BuildOutput, BuildSpec, HostingDriver } from './hosting.driver.js';
+import type { BuildOutput, BuildSpec, BuildStepResult, HostingDriver } from './hosting.driver.js';
 import { openEnvironment } from './site-environment.js';
 import { deploymentUrl, toDeploymentDto } from './hosting.dto.js';
 import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.events.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import { HostingSite } from './hosting-site.entity.js';
 import { HostingUsageRecord } from './hosting-usage-record.entity.js';
+import { advanceProcessBuild } from './process-builds.js';
 
 /**
  * The builds of a site run one at a time, oldest first, as a chain of `hosting.build` jobs, each doing one step:
@@ -50,7 +51,7 @@ export const hostingBuildJob = defineJob<BuildJobData>(
 
 /** The time between two steps of a building deployment. */
 export function stepDelayMs(paceMs: number, driver: HostingDriver): number {
-  return Math.round(paceMs / Math.max(1, driver.steps - 1));
+  return Math.round(paceMs / Math.max(1, (driver.kind === 'steps' ? driver.steps : 2) - 1));
 }
 
 /**
@@ -140,7 +141,7 @@ export function completeDeployment(
   }
 }
 
-function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployment): BuildSpec {
+export function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployment): BuildSpec {
   return {
     deploymentId: d.id,
     siteId: site.id,
@@ -159,7 +160,7 @@ function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployment): Bu
 /** What a committed step leaves to do: hand its lines to followers, wake the next job. */
 type AfterCommit = () => void;
 
-async function lockSite(tx: Em, siteId: string): Promise<HostingSite | null> {
+export async function lockSite(tx: Em, siteId: string): Promise<HostingSite | null> {
   return tx.findOne(HostingSite, siteId, { lockMode: LockMode.PESSIMISTIC_WRITE });
 }
 
@@ -182,6 +183,7 @@ async function applyStep(
     d.status = 'building';
     d.startedAt = now;
   }
+  if (driver.kind !== 'steps') throw new Error('a stepped build needs a stepped builder');
   const lines = await appendLogLines(tx, d.id, d.logSeq, result.output, now);
   d.logSeq += lines.length;
   d.updatedAt = now;
@@ -214,8 +216,12 @@ export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: Job
   if (!current) return;
   const step = building ? current.buildStep : 0;
   const driver = deps.modules.hosting.driver;
+  if (driver.kind === 'process') {
+    await advanceProcessBuild(deps, data, site, current, driver);
+    return;
+  }
 
-  let result: Awaited<ReturnType<HostingDriver['runStep']>>;
+  let result: BuildStepResult;
   try {
     result = await driver.runStep(step, buildSpecOf(deps, site, current));
   } catch (err) {
@@ -268,7 +274,7 @@ export async function resumeBuilds(deps: AppDeps): Promise<number> {
       if (!site) return undefined;
       const building = await tx.findOne(HostingDeployment, { site: site.id, status: 'building' });
       let event: LogEvent | undefined;
-      if (building) {
+      if (building && driver.kind === 'steps') {
         const now = deps.clock.now();
         const lines = await appendLogLines(
           tx,

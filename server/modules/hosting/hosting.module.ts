@@ -1,27 +1,69 @@
+import { resolve } from 'node:path';
 import type { Config } from '../../config.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { countedRows } from '../../db/list-counts.js';
 import { defineModule, type ModuleManifest, type RunningWorker } from '../../kit/module.js';
 import { BuildLogHub } from './build-logs.js';
+import { HostingEdgeTraffic } from './hosting-edge-traffic.entity.js';
 import { HostingBuildLog } from './hosting-build-log.entity.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import type { HostingDriver } from './hosting.driver.js';
 import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.events.js';
 import { hostingBuildJob, resumeBuilds } from './hosting.jobs.js';
+import { Edge, type EdgeRouteCache } from './edge.js';
+import { flushEdgeTraffic, newEdgeTrafficCounters, type EdgeTrafficCounters } from './edge-traffic.js';
+import { stopProcessBuilds, type RunningBuilds } from './process-builds.js';
 import { hostingRouter } from './hosting.router.js';
 import { HostingSite } from './hosting-site.entity.js';
 import { hostingUsageReporter } from './hosting.usage.js';
 import { HostingUsageRecord } from './hosting-usage-record.entity.js';
 import { Migration20261121000060_hosting } from './migrations/Migration20261121000060_hosting.js';
+import { Migration20261126000061_hosting_builds } from './migrations/Migration20261126000061_hosting_builds.js';
 import { encryptClearEnvironments } from './site-environment.js';
 import { SimulatedHostingDriver } from './simulated-hosting.driver.js';
+import { LocalHostingDriver } from './local-hosting.driver.js';
+import { DirectoryArtifactStore, type ArtifactStore } from './artifact-store.js';
 
 /** What hosting keeps per process (`deps.modules.hosting`). */
 export interface HostingRuntime {
-  /** The builder (hosting.driver.ts). */
+  /** The builder (hosting.driver.ts), chosen by `BUILDER`. */
   readonly driver: HostingDriver;
   /** The followers of build logs in this process, and their LISTEN connection (build-logs.ts). */
   readonly logHub: BuildLogHub;
+  /** Where artifacts are kept and read (`ARTIFACTS_DIR`, artifact-store.ts). */
+  readonly artifacts: ArtifactStore;
+  /** Real builds running in this process (process-builds.ts). */
+  readonly builds: RunningBuilds;
+  /** Which deployment each host serves, remembered briefly (edge.ts). */
+  readonly edgeRoutes: EdgeRouteCache;
+  /** What the edge served, not yet written (edge-traffic.ts). */
+  readonly traffic: EdgeTrafficCounters;
+  /** The edge of this process when `EDGE_PORT` is set (edge.ts); its port once listening. */
+  readonly edge: { readonly server: Edge | undefined; port: number | undefined };
+}
+
+/** The builder `BUILDER` names: the simulated one (the test mode) or real builds here (docs/hosting.md). */
+function createDriver(config: Config, artifacts: ArtifactStore): HostingDriver {
+  const policy = { allowPrivate: config.webhook.allowPrivateTargets };
+  if (config.hosting.builder === 'simulated') return new SimulatedHostingDriver(policy);
+  return new LocalHostingDriver({
+    policy,
+    sandbox: config.hosting.sandbox,
+    timeoutMs: config.hosting.buildTimeoutMs,
+    concurrency: config.hosting.buildConcurrency,
+    store: artifacts,
+    // What a build must never see: the API's data (secrets included), the artifacts, its configuration files.
+    hideDirs: [resolve(config.dataDir), resolve(config.hosting.artifactsDir)],
+    hideFiles: [
+      resolve('.env'),
+      ...(config.tls ? [resolve(config.tls.keyFile), resolve(config.tls.certFile)] : []),
+    ],
+  });
+}
+
+/** The port the edge of this process listens on (tests give EDGE_PORT=0), if it serves. */
+export function edgePort(deps: AppDeps): number | undefined {
+  return deps.modules.hosting.edge.port;
 }
 
 /** The name of the worker that resumes builds at start and relays build log notifications. */
@@ -31,13 +73,26 @@ export const HOSTING_BUILDS_WORKER = 'hosting.builds';
 export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineModule({
   name: 'hosting',
   router: hostingRouter,
-  create: (deps: AppDeps, config: Config): HostingRuntime => ({
-    // The simulated builder (README, "Hosting"); it fetches from private addresses only where webhooks may.
-    driver: new SimulatedHostingDriver({ allowPrivate: config.webhook.allowPrivateTargets }),
-    logHub: new BuildLogHub(deps),
-  }),
-  entities: [HostingSite, HostingDeployment, HostingBuildLog, HostingUsageRecord],
-  migrations: [{ name: 'Migration20261121000060_hosting', class: Migration20261121000060_hosting }],
+  create: (deps: AppDeps, config: Config): HostingRuntime => {
+    const artifacts = new DirectoryArtifactStore(
+      config.hosting.artifactsDir,
+      config.hosting.artifactMaxBytes,
+    );
+    return {
+      driver: createDriver(config, artifacts),
+      logHub: new BuildLogHub(deps),
+      artifacts,
+      builds: new Map(),
+      edgeRoutes: new Map(),
+      traffic: newEdgeTrafficCounters(),
+      edge: { server: config.hosting.edge ? new Edge(deps, artifacts) : undefined, port: undefined },
+    };
+  },
+  entities: [HostingSite, HostingDeployment, HostingBuildLog, HostingUsageRecord, HostingEdgeTraffic],
+  migrations: [
+    { name: 'Migration20261121000060_hosting', class: Migration20261121000060_hosting },
+    { name: 'Migration20261126000061_hosting_builds', class: Migration20261126000061_hosting_builds },
+  ],
   jobs: [hostingBuildJob],
   workers: [
     {
@@ -48,7 +103,23 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
         await hub.start();
         // Builds a stop or a crash interrupted go on (hosting.jobs.ts).
         await resumeBuilds(deps);
-        return { stop: () => hub.stop() };
+        // The edge, when this process serves sites (EDGE_PORT).
+        const edgeConfig = deps.config.hosting.edge;
+        const runtime = deps.modules.hosting.edge;
+        const edge = runtime.server;
+        if (edge && edgeConfig) {
+          const address = await edge.listen(edgeConfig.port, edgeConfig.host);
+          runtime.port = address.port;
+          deps.log.info({ port: address.port, host: edgeConfig.host }, 'edge listening');
+        }
+        return {
+          stop: async () => {
+            await edge?.close();
+            await flushEdgeTraffic(deps);
+            await stopProcessBuilds(deps);
+            await hub.stop();
+          },
+        };
       },
     },
   ],
@@ -61,6 +132,10 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
       {
         table: 'hosting_build_logs',
         where: `"deployment_id" in (select d."id" from "hosting_deployments" d join "hosting_sites" s on s."id" = d."site_id" where s."organization_id" = ?)`,
+      },
+      {
+        table: 'hosting_edge_traffic',
+        where: `"site_id" in (select "id" from "hosting_sites" where "organization_id" = ?)`,
       },
       {
         table: 'hosting_deployments',

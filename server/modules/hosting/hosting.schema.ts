@@ -3,6 +3,7 @@ import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
 import { zPathId } from '../../lib/schema.js';
 import {
   DEFAULT_LOG_LIMIT,
+  BUILDERS,
   DEPLOYMENT_STATUSES,
   FRAMEWORKS,
   LIMITS,
@@ -310,7 +311,9 @@ export const ZSiteDetail = z
           .string()
           .describe('Share of the last 24 hours the site answered (`99.98%`); `0%` before anything is live'),
       })
-      .describe('Simulated traffic (README, "Hosting")'),
+      .describe(
+        'Traffic of the last 24 hours: what the edge served for sites built for real (`BUILDER=local`, docs/hosting.md), simulated otherwise (README, "Hosting")',
+      ),
   })
   .meta({ id: 'HostingSiteDetail' });
 export type TSiteDetail = z.infer<typeof ZSiteDetail>;
@@ -323,8 +326,17 @@ export const ZDeployment = z
       .enum(DEPLOYMENT_STATUSES)
       .describe('`queued` → `building` → `success` | `failed`; `canceled` when canceled before it ended'),
     branch: z.string(),
-    commit: z.string().describe('Commit SHA built (7 to 40 hex characters)'),
+    commit: z
+      .string()
+      .describe(
+        'Commit SHA built (7 to 40 hex characters). A real build of a branch records the head it fetched once the fetch is done',
+      ),
     message: z.string().nullable(),
+    builder: z
+      .enum(BUILDERS)
+      .describe(
+        'Which builder built it (`BUILDER`): `simulated` (the test mode, nothing is fetched or served) or `local` (a real build on the platform, served by the edge; docs/hosting.md)',
+      ),
     status_message: z.string().nullable().describe('Why the build failed or was canceled; null otherwise'),
     url: z
       .string()

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { checkTargetUrl, type AddressPolicy, type Resolver } from '../../lib/safe-http.js';
 import { FRAMEWORK_NAMES, type Framework } from './hosting.constants.js';
-import type { BuildOutput, BuildSpec, BuildStepResult, HostingDriver } from './hosting.driver.js';
+import type { BuildOutput, BuildSpec, BuildStepResult, SteppedHostingDriver } from './hosting.driver.js';
 import { humanBytes } from './hosting.simulation.js';
 
 const out = (message: string): BuildOutput => ({ stream: 'stdout', message });
@@ -32,7 +32,8 @@ const BUILD_OUTPUT: Record<Framework, (hash: string) => string[]> = {
  * Figures in the output (file counts, sizes) are drawn from the deployment id, so a step that runs again prints the
  * same.
  */
-export class SimulatedHostingDriver implements HostingDriver {
+export class SimulatedHostingDriver implements SteppedHostingDriver {
+  readonly kind = 'steps';
   readonly steps = 5;
 
   constructor(

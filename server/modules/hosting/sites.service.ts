@@ -9,6 +9,9 @@ import { assertWithinPlan } from '../../kit/plan-limit.js';
 import { AppError } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
+import { resolveGitTarget } from './git-fetch.js';
+import { edgeRoutesChanged } from './edge.js';
+import { edgeTraffic24h } from './edge-traffic.js';
 import {
   DEFAULT_BRANCH,
   DEFAULT_NODE_VERSION,
@@ -69,12 +72,17 @@ function invalid(path: string, problem: string): AppError {
 /**
  * `git_repo`: `https://`, no credentials, and a host that is not and does not resolve to an internal address: the
  * address rules of webhook URLs (server/lib/safe-http.ts; `WEBHOOK_ALLOW_PRIVATE_TARGETS` relaxes both alike, cloud
- * metadata and link-local addresses stay refused). Every build checks again before cloning.
+ * metadata and link-local addresses stay refused, and allows `http://` to the loopback and private hosts it admits,
+ * for local testing). Every build checks again before fetching (git-fetch.ts).
  */
 export async function assertGitRepo(deps: AppDeps, url: string): Promise<void> {
-  const check = await checkTargetUrl(url, { allowPrivate: deps.config.webhook.allowPrivateTargets });
+  const policy = { allowPrivate: deps.config.webhook.allowPrivateTargets };
+  const check = await checkTargetUrl(url, policy);
   if (!check.ok) throw invalid('git_repo', check.reason);
-  if (check.url.protocol !== 'https:') throw invalid('git_repo', 'must use https://');
+  if (check.url.protocol !== 'https:') {
+    const target = policy.allowPrivate ? await resolveGitTarget(url, policy) : undefined;
+    if (!target?.ok) throw invalid('git_repo', 'must use https://');
+  }
 }
 
 /** Addresses under `SITES_DOMAIN` are the platform's own (`<slug>.<SITES_DOMAIN>`): not a custom domain. */
@@ -199,13 +207,18 @@ export async function listSites(ctx: ActorContext, input: TListSitesInput): Prom
 
 export async function getSite(ctx: ActorContext, input: TSiteIdInput): Promise<TSiteOutput> {
   const site = await findSiteOrThrow(ctx, input.id, { withEnvironment: true });
+  const now = ctx.deps.clock.now();
+  // Sites built for real report what the edge served (edge-traffic.ts).
+  const served =
+    ctx.deps.config.hosting.builder === 'local' ? await edgeTraffic24h(ctx.deps, site.id, now) : undefined;
   return {
     success: true,
     site: toSiteDetailDto(
       site,
       ctx.deps.config.sitesDomain,
-      ctx.deps.clock.now(),
+      now,
       openEnvironment(ctx.deps, site.environmentVariables),
+      served,
     ),
   };
 }
@@ -285,6 +298,7 @@ export async function updateSite(ctx: ActorContext, input: TUpdateSiteInput): Pr
       return { s, environment };
     }),
   );
+  if (input.domain !== undefined) edgeRoutesChanged(deps);
   return {
     success: true,
     site: toSiteDetailDto(site.s, deps.config.sitesDomain, deps.clock.now(), site.environment),
@@ -330,5 +344,7 @@ export async function deleteSite(ctx: ActorContext, input: TSiteIdInput): Promis
   });
   for (const id of unfinished)
     deps.modules.hosting.logHub.publish({ deploymentId: id, lines: [], status: 'canceled' });
+  // No longer served, at once in this process (others within a second, edge.ts).
+  edgeRoutesChanged(deps);
   return { success: true, message: 'Site deleted', id: site.id, domain: site.domain ?? null };
 }

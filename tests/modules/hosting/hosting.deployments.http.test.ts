@@ -25,6 +25,7 @@ const DEPLOYMENT_KEYS = [
   'branch',
   'commit',
   'message',
+  'builder',
   'status_message',
   'url',
   'live',

@@ -303,9 +303,12 @@ describe('Hosting sites over HTTP', () => {
           const res = await createSite(s.baseUrl, owner.token, { git_repo });
           expect(res.status, git_repo).to.equal(400);
         }
-        // https:// stays required for repositories.
+        // http:// only to the local machines the relaxed rules admit (local testing), never to others.
         expect(
           (await createSite(s.baseUrl, owner.token, { git_repo: 'http://127.0.0.1/x' })).status,
+        ).to.equal(201);
+        expect(
+          (await createSite(s.baseUrl, owner.token, { git_repo: 'http://github.com/acme/web' })).status,
         ).to.equal(400);
       });
 

@@ -1,0 +1,296 @@
+import type { Em } from '../../db/orm.js';
+import { edgeRoutesChanged } from './edge.js';
+import type { AppDeps } from '../../kit/deps.js';
+import { appendLogLines, type LogEvent } from './build-logs.js';
+import type { BuildOutput, ProcessBuildResult, ProcessHostingDriver } from './hosting.driver.js';
+import { HostingDeployment } from './hosting-deployment.entity.js';
+import { openEnvironment } from './site-environment.js';
+import type { HostingSite } from './hosting-site.entity.js';
+import {
+  buildSpecOf,
+  completeDeployment,
+  lockSite,
+  scheduleBuildStep,
+  startNextBuild,
+  type BuildJobData,
+} from './hosting.jobs.js';
+
+/**
+ * Real builds in the site's job chain (hosting.jobs.ts). A build is one long process, so the chain's job does not
+ * wait for it (the queue runs a queue's jobs one after another): it marks the deployment `building` and starts the
+ * build in the background of this process, at most `BUILD_CONCURRENCY` at once. The build writes its lines as they
+ * come (a few times a second) and, at least every {@link HEARTBEAT_MS}, touches the deployment's `updated_at`: the
+ * mark that it is alive. Each write checks the deployment is still `building`; a cancel or the site's deletion
+ * stops the build (its process tree is killed) at the next write, or at once when it happens in this process.
+ *
+ * Crashes: a chain job that finds a `building` deployment not running in its own process waits while the heartbeat
+ * is fresh (another process runs it), and past {@link STALE_MS} without one fails it, saying why. A stop of the
+ * process ends its builds `failed` the same way (hosting.module.ts). So no build stays `building`.
+ */
+
+const HEARTBEAT_MS = 5_000;
+export const STALE_MS = 30_000;
+/** Output is written at most this often (lines arriving meanwhile go in one transaction). */
+const FLUSH_MS = 200;
+/** A capacity-full process looks again this soon. */
+const BUSY_RETRY_MS = 1_000;
+
+const INTERRUPTED = 'The build was interrupted: the build service stopped during the build; deploy again';
+
+export interface RunningBuild {
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/** The real builds running in this process, by deployment (`deps.modules.hosting.builds`). */
+export type RunningBuilds = Map<string, RunningBuild>;
+
+function running(deps: AppDeps): RunningBuilds {
+  return deps.modules.hosting.builds;
+}
+
+/** Builds running in this process (tests). */
+export function runningBuildCount(deps: AppDeps): number {
+  return running(deps).size;
+}
+
+/** Queues the chain's next look in `delayMs`, if the chain is still the site's. */
+async function lookAgain(deps: AppDeps, data: BuildJobData, delayMs: number): Promise<void> {
+  const wake = await deps.db.orm.em.fork().transactional(async (tx) => {
+    const s = await lockSite(tx, data.site_id);
+    if (!s || s.buildTicket !== data.ticket) return undefined;
+    return scheduleBuildStep(deps, tx, s, { delayMs, paceMs: data.pace_ms });
+  });
+  wake?.();
+}
+
+/** Ends a building deployment `failed` with `reason` (and its lines), if it is still building. */
+async function failBuilding(
+  deps: AppDeps,
+  tx: Em,
+  site: HostingSite,
+  d: HostingDeployment,
+  reason: string,
+  paceMs: number,
+): Promise<() => void> {
+  const now = deps.clock.now();
+  const lines = await appendLogLines(tx, d.id, d.logSeq, [{ stream: 'stderr', message: reason }], now);
+  d.logSeq += lines.length;
+  completeDeployment(tx, deps, site, d, 'failed', reason, now);
+  const event: LogEvent = { deploymentId: d.id, lines, status: 'failed' };
+  await deps.modules.hosting.logHub.announce(tx, event);
+  const wake = await startNextBuild(deps, tx, site, paceMs);
+  return () => {
+    deps.modules.hosting.logHub.publish(event);
+    wake();
+  };
+}
+
+/** The chain's job, for a real builder: start the oldest queued deployment, or watch over the building one. */
+export async function advanceProcessBuild(
+  deps: AppDeps,
+  data: BuildJobData,
+  site: HostingSite,
+  current: HostingDeployment,
+  driver: ProcessHostingDriver,
+): Promise<void> {
+  const local = running(deps);
+  if (current.status === 'building') {
+    if (local.has(current.id)) return;
+    const age = deps.clock.now().getTime() - current.updatedAt.getTime();
+    if (age < STALE_MS) {
+      await lookAgain(deps, data, STALE_MS - age + 100);
+      return;
+    }
+    const after = await deps.db.orm.em.fork().transactional(async (tx) => {
+      const s = await lockSite(tx, data.site_id);
+      if (!s || s.buildTicket !== data.ticket) return undefined;
+      const d = await tx.findOne(HostingDeployment, { id: current.id, site: s.id, status: 'building' });
+      if (!d || d.updatedAt.getTime() !== current.updatedAt.getTime()) {
+        return scheduleBuildStep(deps, tx, s, { delayMs: 0, paceMs: data.pace_ms });
+      }
+      return failBuilding(deps, tx, s, d, INTERRUPTED, data.pace_ms);
+    });
+    after?.();
+    return;
+  }
+  if (local.size >= driver.concurrency) {
+    await lookAgain(deps, data, BUSY_RETRY_MS);
+    return;
+  }
+  const started = await deps.db.orm.em.fork().transactional(async (tx) => {
+    const s = await lockSite(tx, data.site_id);
+    if (!s || s.buildTicket !== data.ticket) return undefined;
+    const d = await tx.findOne(HostingDeployment, { id: current.id, site: s.id, status: 'queued' });
+    const busy = await tx.count(HostingDeployment, { site: s.id, status: 'building' });
+    if (!d || busy > 0) return undefined;
+    const now = deps.clock.now();
+    d.status = 'building';
+    d.startedAt = now;
+    d.updatedAt = now;
+    d.builder = 'local';
+    return {
+      spec: buildSpecOf(deps, s, d),
+      // Stored encrypted (site-environment.ts): the build gets them in clear, and its log masks their values.
+      environment: openEnvironment(deps, site.environmentVariables),
+      pinned: d.commitPinned,
+    };
+  });
+  if (!started) {
+    await lookAgain(deps, data, 0);
+    return;
+  }
+  const controller = new AbortController();
+  const writer = logWriter(deps, data.site_id, current.id, controller);
+  const done = runInBackground(deps, data, current.id, controller, writer, () =>
+    driver.build(
+      { ...started.spec, environment: started.environment, commitPinned: started.pinned },
+      {
+        signal: controller.signal,
+        output: (lines) => writer.push(lines),
+        commit: (sha) => writer.setCommit(sha),
+      },
+    ),
+  ).finally(() => local.delete(current.id));
+  local.set(current.id, { controller, done });
+}
+
+interface LogWriter {
+  push(lines: BuildOutput[]): void;
+  setCommit(sha: string): void;
+  /** Writes what is pending; false when the deployment is no longer building. */
+  flush(): Promise<boolean>;
+  stop(): void;
+}
+
+function logWriter(
+  deps: AppDeps,
+  siteId: string,
+  deploymentId: string,
+  controller: AbortController,
+): LogWriter {
+  let pending: BuildOutput[] = [];
+  let commit: string | undefined;
+  let chain: Promise<boolean> = Promise.resolve(true);
+  let lastWrite = Date.now();
+  const write = async (): Promise<boolean> => {
+    const lines = pending;
+    pending = [];
+    const sha = commit;
+    commit = undefined;
+    lastWrite = Date.now();
+    const result = await deps.db.orm.em.fork().transactional(async (tx) => {
+      // The site's lock, as every writer of a deployment's log takes it (the numbering of lines depends on it).
+      const s = await lockSite(tx, siteId);
+      const d = s && (await tx.findOne(HostingDeployment, { id: deploymentId, site: s.id }));
+      if (!d || d.status !== 'building') return undefined;
+      const now = deps.clock.now();
+      const written = await appendLogLines(tx, d.id, d.logSeq, lines, now);
+      d.logSeq += written.length;
+      d.updatedAt = now;
+      if (sha) d.commit = sha;
+      const event: LogEvent = { deploymentId: d.id, lines: written };
+      if (written.length > 0) await deps.modules.hosting.logHub.announce(tx, event);
+      return event;
+    });
+    if (!result) {
+      controller.abort('gone');
+      return false;
+    }
+    if (result.lines.length > 0) deps.modules.hosting.logHub.publish(result);
+    return true;
+  };
+  const timer = setInterval(() => {
+    if (pending.length > 0 || commit || Date.now() - lastWrite >= HEARTBEAT_MS) void w.flush();
+  }, FLUSH_MS);
+  timer.unref();
+  // A cancel in this process stops the build at once (another process's arrives at the next write).
+  const unsubscribe = deps.modules.hosting.logHub.subscribe(deploymentId, (e) => {
+    if (e !== 'closing' && e.status && e.status !== 'building') controller.abort('gone');
+  });
+  const w: LogWriter = {
+    push(lines) {
+      pending.push(...lines);
+    },
+    setCommit(sha) {
+      commit = sha;
+    },
+    flush() {
+      chain = chain.then(
+        () => (controller.signal.aborted ? false : write()),
+        () => false,
+      );
+      return chain;
+    },
+    stop() {
+      clearInterval(timer);
+      unsubscribe();
+    },
+  };
+  return w;
+}
+
+async function runInBackground(
+  deps: AppDeps,
+  data: BuildJobData,
+  deploymentId: string,
+  controller: AbortController,
+  writer: LogWriter,
+  build: () => Promise<ProcessBuildResult>,
+): Promise<void> {
+  let result: ProcessBuildResult;
+  try {
+    result = await build();
+  } catch (err) {
+    deps.log.error({ err, deployment: deploymentId }, 'build failed unexpectedly');
+    result = { state: 'failed', reason: 'The builder failed unexpectedly' };
+  }
+  try {
+    await writer.flush();
+    writer.stop();
+    const shutdown = controller.signal.reason === 'shutdown';
+    const after = await deps.db.orm.em.fork().transactional(async (tx) => {
+      const s = await lockSite(tx, data.site_id);
+      const d =
+        s && (await tx.findOne(HostingDeployment, { id: deploymentId, site: s.id, status: 'building' }));
+      if (!s || !d) return undefined;
+      if (shutdown) return failBuilding(deps, tx, s, d, INTERRUPTED, data.pace_ms);
+      const now = deps.clock.now();
+      completeDeployment(
+        tx,
+        deps,
+        s,
+        d,
+        result.state === 'succeeded' ? 'success' : 'failed',
+        result.state === 'failed' ? result.reason : null,
+        now,
+      );
+      const event: LogEvent = { deploymentId: d.id, lines: [], status: d.status };
+      await deps.modules.hosting.logHub.announce(tx, event);
+      const wake = await startNextBuild(deps, tx, s, data.pace_ms);
+      return () => {
+        deps.modules.hosting.logHub.publish(event);
+        edgeRoutesChanged(deps);
+        wake();
+      };
+    });
+    if (!after && result.state === 'succeeded') {
+      // Canceled or deleted meanwhile: its artifact is nobody's.
+      await deps.modules.hosting.artifacts.remove(deploymentId).catch(() => undefined);
+    }
+    after?.();
+  } catch (err) {
+    writer.stop();
+    deps.log.error({ err, deployment: deploymentId }, 'could not record the end of a build');
+  }
+}
+
+/** At stop: every build of this process ends `failed` (its processes are killed), saying why. */
+export async function stopProcessBuilds(deps: AppDeps): Promise<void> {
+  const local = running(deps);
+  for (const r of local.values()) r.controller.abort('shutdown');
+  await Promise.race([
+    Promise.all([...local.values()].map((r) => r.done)),
+    new Promise((r) => setTimeout(r, 10_000).unref()),
+  ]);
+}
