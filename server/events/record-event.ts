@@ -30,14 +30,7 @@ export function recordEvent<T>(
   now: Date,
 ): Event {
   if (event.scope !== 'organization') throw new Error(`event ${event.type} concerns every organization`);
-  return em.create(Event, {
-    id: newId('evt'),
-    organizationId,
-    type: event.type,
-    data: { object: checkedPayload(event, object) },
-    createdAt: now,
-    dispatchedAt: null,
-  });
+  return insertEvent(em, event, object, organizationId, now);
 }
 
 /**
@@ -54,14 +47,7 @@ export function recordEventForAllOrganizations<T>(
   now: Date,
 ): Event {
   if (event.scope !== 'platform') throw new Error(`event ${event.type} belongs to one organization`);
-  return em.create(Event, {
-    id: newId('evt'),
-    organizationId: null,
-    type: event.type,
-    data: { object: checkedPayload(event, object) },
-    createdAt: now,
-    dispatchedAt: null,
-  });
+  return insertEvent(em, event, object, null, now);
 }
 
 /**
@@ -76,6 +62,17 @@ export function recordPlatformEventFor<T>(
   now: Date,
 ): Event {
   if (event.scope !== 'platform') throw new Error(`event ${event.type} is not a catalogue event`);
+  return insertEvent(em, event, object, organizationId, now);
+}
+
+/** The outbox row of an event, its payload checked against the event's schema. */
+function insertEvent<T>(
+  em: Em,
+  event: EventDefinition<T>,
+  object: T,
+  organizationId: string | null,
+  now: Date,
+): Event {
   return em.create(Event, {
     id: newId('evt'),
     organizationId,
