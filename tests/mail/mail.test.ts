@@ -4,6 +4,7 @@ import pino from 'pino';
 import { testConfig } from '../support/env.js';
 import { createOrg, uniqueEmail } from '../support/factories.js';
 import { http } from '../support/http.js';
+import { ownPostgresDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { startSmtpSink, type SmtpSink } from '../support/smtp.js';
 
@@ -58,10 +59,15 @@ describe('outgoing mail (README, "Configuration": MAIL_URL)', function () {
     let s: TestServer;
     let smtp: SmtpSink;
     const captured = capturingLogger();
+    // On PostgreSQL a database of its own: the reset mail is sent by a job, which another test server on the run's
+    // database (with another mail driver) could otherwise take.
+    let scratch: ScratchDatabase | undefined;
     before(async () => {
       smtp = await startSmtpSink();
+      scratch = await ownPostgresDatabase('mail_smtp');
       s = await startTestServer({
         config: testConfig({
+          DATABASE_URL: scratch?.url ?? process.env.DATABASE_URL,
           MAIL_URL: smtp.url,
           MAIL_FROM: 'Platform <no-reply@example.test>',
           LOG_LEVEL: 'info',
@@ -72,6 +78,7 @@ describe('outgoing mail (README, "Configuration": MAIL_URL)', function () {
     after(async () => {
       await s?.close();
       await smtp?.close();
+      await scratch?.drop();
     });
 
     it('sends the invitation over SMTP (authenticated, from MAIL_FROM); its link activates the account', async () => {

@@ -5,6 +5,7 @@ import { createOrg, uniqueEmail, type TestUser } from '../../support/factories.j
 import { FakeClock } from '../../support/fake-clock.js';
 import { http } from '../../support/http.js';
 import { sessionIdOf } from '../../support/security-fixtures.js';
+import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 
 /** README, "Accounts and sessions": password change and reset, the list of sessions, their absolute lifetime. */
@@ -14,11 +15,20 @@ describe('accounts and sessions (README, "Accounts and sessions")', function () 
   let s: TestServer;
   const clock = new FakeClock('2026-11-24T09:00:00.000Z');
   const outbox = new MemoryMailDriver();
+  // On PostgreSQL a database of its own: reset mails are sent by a job, which another test server on the run's
+  // database (with another mail driver and clock) could otherwise take.
+  let scratch: ScratchDatabase | undefined;
   before(async () => {
-    s = await startTestServer({ clock, mail: outbox });
+    scratch = await ownPostgresDatabase('auth_account');
+    s = await startTestServer({
+      clock,
+      mail: outbox,
+      env: { DATABASE_URL: scratch?.url ?? process.env.DATABASE_URL },
+    });
   });
   after(async () => {
     await s?.close();
+    await scratch?.drop();
   });
 
   const login = async (email: string, password: string, userAgent = 'test-agent') => {

@@ -9,6 +9,7 @@ import { testConfig, usingPostgres } from '../../support/env.js';
 import { createOrg, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { skipOrFail } from '../../support/redis.js';
+import { ownPostgresDatabase } from '../../support/scratch-database.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { enforceStorage } from '../../../server/modules/databases/databases.jobs.js';
 import { dbName, eventsOf, storedDatabase, waitFor } from './databases-helpers.js';
@@ -84,9 +85,16 @@ async function pgRefused(url: string): Promise<string> {
 
 const stringOf = (v: unknown) => JSON.stringify(v);
 
-function realServer(hosts: string, backupDir: string, extra: Record<string, string> = {}) {
-  return startTestServer({
+/**
+ * A server on the real database servers. On PostgreSQL it has a database of its own: its jobs (provisioning,
+ * backups, storage checks) must not be taken by another test server on the run's database, whose driver is the
+ * simulated one.
+ */
+async function realServer(hosts: string, backupDir: string, extra: Record<string, string> = {}) {
+  const scratch = await ownPostgresDatabase(`db_real_${Math.random().toString(36).slice(2, 8)}`);
+  const server = await startTestServer({
     config: testConfig({
+      DATABASE_URL: scratch?.url ?? process.env.DATABASE_URL,
       DATABASE_HOSTS: hosts,
       BACKUP_DIR: backupDir,
       DATABASE_DELETION_GRACE: '3s',
@@ -94,6 +102,12 @@ function realServer(hosts: string, backupDir: string, extra: Record<string, stri
       ...extra,
     }),
   });
+  const close = server.close.bind(server);
+  server.close = async () => {
+    await close();
+    await scratch?.drop();
+  };
+  return server;
 }
 
 describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
