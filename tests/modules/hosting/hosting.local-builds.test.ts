@@ -19,6 +19,7 @@ import {
 } from '../../support/git-server.js';
 import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
+import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 import {
   logLines,
   logsOf,
@@ -81,6 +82,7 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
   let repoUrl: string;
   let v1: string;
   let v2: string;
+  let scratch: ScratchDatabase | undefined;
   const domain = () => s.deps.config.sitesDomain;
 
   before(async function () {
@@ -102,8 +104,11 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     artifactsDir = join(dataDir, 'artifacts');
     // A secret file of the API, as the generated JWT secret is kept (mode 0600).
     writeFileSync(join(dataDir, 'jwt-secret'), 'data-dir-secret-value-0123456789\n', { mode: 0o600 });
+    // On PostgreSQL, a database of its own: no other test server (with the simulated builder) may take its build jobs.
+    scratch = await ownPostgresDatabase('hosting_local_builds');
     s = await startTestServer({
       env: {
+        ...(scratch ? { DATABASE_URL: scratch.url } : {}),
         BUILDER: 'local',
         EDGE_PORT: '0',
         DATA_DIR: dataDir,
@@ -119,6 +124,7 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
   after(async () => {
     await s?.close();
     await gitServer?.close();
+    await scratch?.drop();
   });
 
   it('builds the branch head, streams the real log live, and serves the site by Host (live, preview, custom domain)', async () => {
