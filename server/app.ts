@@ -1,6 +1,8 @@
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { isUtf8 } from 'node:buffer';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import Fastify, {
   LogController,
   type ConnectionError,
@@ -27,6 +29,7 @@ import {
 } from './lib/errors.js';
 import { newId } from './lib/ids.js';
 import { registerCors } from './cors.js';
+import { findDocsDir, listGuides } from './guides.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { registerRestRoutes } from './rest.js';
 import { appRouter } from './router.js';
@@ -454,6 +457,23 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     }
     return reply.status(res.statusCode).send(res.rawPayload);
   };
+  // The guides the reference page links to (docs/*.md, README "Guides"), as Markdown: their links to one another
+  // are relative, so they resolve under /docs/guides/ too.
+  const guidesDir = findDocsDir();
+  const guideFiles = new Set(listGuides(guidesDir).map((g) => g.file));
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: '/docs/guides/:file',
+    handler: async (req, reply) => {
+      const { file } = req.params as { file: string };
+      if (!guidesDir || !guideFiles.has(file)) throw new AppError('NOT_FOUND', 'No such guide');
+      const text = await readFile(join(guidesDir, file), 'utf8');
+      return reply
+        .type('text/markdown; charset=utf-8')
+        .header('X-Content-Type-Options', 'nosniff')
+        .send(text);
+    },
+  });
   app.route({ method: ['GET', 'HEAD'], url: '/docs', handler: serveDocs });
   app.route({ method: ['GET', 'HEAD'], url: '/docs/*', handler: serveDocs });
 

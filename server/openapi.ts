@@ -2,6 +2,7 @@ import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { z } from 'zod';
 import type { AnyEventDefinition } from './events/define-event.js';
+import { guidesMarkdown, listGuides } from './guides.js';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './lib/errors.js';
 import { modules } from './modules.js';
 import { procedureInputIsStrict, procedureTakesInput } from './rest.js';
@@ -606,7 +607,9 @@ export function buildOpenApiDocument(opts: OpenApiOptions = {}): OpenAPIObject {
     defs: Object.fromEntries(events.map((e) => [eventSchemaName(e.type), eventEnvelope(e)])),
     title: API_TITLE,
     version: API_VERSION,
-    description: API_DESCRIPTION,
+    description: [API_DESCRIPTION, guidesMarkdown(listGuides(), opts.publicBaseUrl)]
+      .filter(Boolean)
+      .join('\n\n'),
     baseUrl: opts.publicBaseUrl ? `${opts.publicBaseUrl.replace(/\/$/, '')}/v1` : '/v1',
     securitySchemes: {
       [SECURITY_SCHEME]: {
