@@ -259,10 +259,43 @@ export function requestLogFields(req: FastifyRequest): Record<string, unknown> {
   };
 }
 
-/** Builds the HTTP server: `/v1` (REST), `/trpc`, `/v1/openapi.json`, `/docs`, `/healthz`, `/readyz`. */
+/**
+ * Builds the HTTP server: `/v1` (REST), `/trpc`, `/v1/openapi.json`, `/docs`, `/healthz`, `/readyz`. Each step
+ * below adds its hooks, handlers or routes; Fastify runs hooks in the order they were added, so the order of the
+ * steps is the order a request meets them.
+ */
 export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<FastifyInstance> {
-  const { config } = deps;
   const requestTimeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  const lifecycle: Lifecycle = { draining: false };
+  const app = createFastify(deps, requestTimeoutMs);
+  registerDraining(app, lifecycle);
+  if (opts.observeResponse) registerResponseObserver(app, opts.observeResponse);
+  // The headers of every answer first, then CORS (which answers preflights at once), then the checks that refuse.
+  registerCommonHeaders(app);
+  await registerCors(app, deps.config);
+  registerRequestChecks(app, lifecycle);
+  registerJsonBodies(app);
+  registerErrorHandlers(app);
+  registerHealthRoutes(app, deps);
+  registerOpenApiDocument(app, deps.config);
+  registerDocs(app);
+  registerModuleHttpRoutes(app, deps);
+  await registerTrpc(app, deps);
+  registerRest(app, deps);
+  return app;
+}
+
+/** Set when the server starts draining (SIGTERM): requests still arriving on open connections are answered 503. */
+interface Lifecycle {
+  draining: boolean;
+}
+
+/**
+ * The Fastify instance with its server options: Node's own timers, the request id, the router's limits, and
+ * Fastify's and Node's own refusals answered in the error envelope.
+ */
+function createFastify(deps: AppDeps, requestTimeoutMs: number): FastifyInstance {
+  const { config } = deps;
   // Node's own timers: the whole request and its headers within the timeout, checked often enough to hold it.
   const nodeServerOptions = {
     requestTimeout: requestTimeoutMs,
@@ -272,12 +305,10 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
       Math.max(10, Math.floor(requestTimeoutMs / 4)),
     ),
   };
-  // Set when the server starts draining (SIGTERM): requests still arriving on open connections are answered 503.
-  let draining = false;
   // Typed as Fastify's logger interface, not pino's, so that the instance is a plain FastifyInstance. Its `req`
   // serializer takes precedence over Fastify's (a child's serializers win).
   const loggerInstance: FastifyBaseLogger = deps.log.child({}, { serializers: { req: requestLogFields } });
-  const app = Fastify({
+  return Fastify({
     loggerInstance,
     // Per-request log lines only at debug/trace; errors are logged where they are converted.
     logController: new LogController({
@@ -297,7 +328,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
     },
     requestIdHeader: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
-    // Answered in the envelope below rather than by Fastify or Node in their own shapes.
+    // Answered in the error envelope rather than by Fastify or Node in their own shapes.
     return503OnClosing: false,
     frameworkErrors: (err, req, reply) => {
       setCommonHeaders(req, reply);
@@ -307,38 +338,51 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
       answerClientError.call(this as unknown as FastifyInstance, err, socket, requestTimeoutMs);
     },
   });
-  app.addHook('preClose', async () => {
-    draining = true;
-  });
-  const observe = opts.observeResponse;
-  if (observe) {
-    app.addHook('onSend', async (req, reply, payload) => {
-      observe({
-        method: req.method,
-        route: req.routeOptions.url,
-        url: req.url,
-        status: reply.statusCode,
-        headers: reply.getHeaders(),
-        body: typeof payload === 'string' ? payload : undefined,
-      });
-      return payload;
-    });
-  }
+}
 
-  // The headers of every answer first, then CORS (which answers preflights at once), then the checks that refuse.
+/** Marks the server draining as it starts to close (registerRequestChecks answers 503 from then on). */
+function registerDraining(app: FastifyInstance, lifecycle: Lifecycle): void {
+  app.addHook('preClose', async () => {
+    lifecycle.draining = true;
+  });
+}
+
+/** Hands every response Fastify sends to `observe` (BuildOptions.observeResponse). */
+function registerResponseObserver(app: FastifyInstance, observe: ResponseObserver): void {
+  app.addHook('onSend', async (req, reply, payload) => {
+    observe({
+      method: req.method,
+      route: req.routeOptions.url,
+      url: req.url,
+      status: reply.statusCode,
+      headers: reply.getHeaders(),
+      body: typeof payload === 'string' ? payload : undefined,
+    });
+    return payload;
+  });
+}
+
+/** The headers of every answer (setCommonHeaders), before anything can answer. */
+function registerCommonHeaders(app: FastifyInstance): void {
   app.addHook('onRequest', (req, reply, done) => {
     setCommonHeaders(req, reply);
     done();
   });
-  await registerCors(app, config);
+}
+
+/** Refusals before any route: a draining server (503), a body's charset or encoding (415). */
+function registerRequestChecks(app: FastifyInstance, lifecycle: Lifecycle): void {
   app.addHook('onRequest', async (req) => {
-    if (draining) throw shuttingDown();
+    if (lifecycle.draining) throw shuttingDown();
     // Media types are case-insensitive; the REST routes and the /trpc adapter compare them as written.
     const ct = req.headers['content-type'];
     if (ct !== undefined) req.headers['content-type'] = ct.toLowerCase();
     if (hasBody(req)) checkBodyEncoding(req);
   });
+}
 
+/** JSON bodies: UTF-8 only, and an absent or empty body is an empty object. */
+function registerJsonBodies(app: FastifyInstance): void {
   // An absent or empty JSON body is an empty object (POST /auth/logout {} and a bare POST mean the same).
   const defaultJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
@@ -362,7 +406,10 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
       req.body = {};
     }
   });
+}
 
+/** Every error, and every unknown route, answered in the error envelope (README "Errors"). */
+function registerErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const appErr = err instanceof AppError ? err : fastifyErrorToAppError(err);
     if (appErr.code === 'INTERNAL_ERROR') req.log.error({ err }, 'unhandled error');
@@ -371,7 +418,10 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   app.setNotFoundHandler((req, reply) =>
     sendError(req, reply, new AppError('NOT_FOUND', `No route for ${req.method} ${req.url.split('?')[0]}`)),
   );
+}
 
+/** `/healthz` (the process answers) and `/readyz` (its database, and Redis when configured). */
+function registerHealthRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.get('/healthz', async () => ({ success: true, status: 'ok' }));
   // Ready when the database answers and is migrated. With REDIS_URL, Redis is checked too, but a Redis that cannot
   // be reached only degrades the process (its limits fall back to its own): still 200, with a detail saying so
@@ -404,12 +454,19 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
         'Redis is unreachable: burst limits and monthly quotas are counted by this process alone until it is back',
     };
   });
+}
 
+/** `/v1/openapi.json`, the document of the REST API. */
+function registerOpenApiDocument(app: FastifyInstance, config: AppDeps['config']): void {
   // Built once: the router does not change while the process runs.
   const openApiDocument = JSON.stringify(buildOpenApiDocument({ publicBaseUrl: config.publicBaseUrl }));
   app.get('/v1/openapi.json', async (_req, reply) =>
     reply.type('application/json; charset=utf-8').send(openApiDocument),
   );
+}
+
+/** `/docs`, the API reference page. */
+function registerDocs(app: FastifyInstance): void {
   // The reference page and its script are served from node_modules; nothing is fetched from a CDN (no web fonts,
   // telemetry, AI agent or hosted tooling), so it works on a machine without internet access. The UI package embeds
   // a 4 MB script (about 40 MB of memory once loaded): it is loaded on the first visit to /docs, into a small inner
@@ -476,7 +533,10 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   });
   app.route({ method: ['GET', 'HEAD'], url: '/docs', handler: serveDocs });
   app.route({ method: ['GET', 'HEAD'], url: '/docs/*', handler: serveDocs });
+}
 
+/** Modules' own HTTP routes (manifest `httpRoutes`). */
+function registerModuleHttpRoutes(app: FastifyInstance, deps: AppDeps): void {
   // Modules' public non-JSON routes under /v1 (an invoice's page and PDF, opened through a signed link).
   for (const route of deps.registry.modules.flatMap((m) => m.httpRoutes ?? [])) {
     app.route({
@@ -509,7 +569,10 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
       },
     });
   }
+}
 
+/** `/trpc`, the tRPC protocol of the client SDK. */
+async function registerTrpc(app: FastifyInstance, deps: AppDeps): Promise<void> {
   // `/trpc`: the tRPC protocol of the client SDK, served by server/trpc/http.ts (no Fetch `Request` per call).
   await registerTrpcRoutes(app, {
     prefix: '/trpc',
@@ -524,7 +587,11 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
       return { headers: ctx?.response.headers ?? {} };
     },
   });
+}
 
+/** `/v1`, the REST API: a route for every procedure with `meta.openapi`. */
+function registerRest(app: FastifyInstance, deps: AppDeps): void {
+  const { config } = deps;
   // REST: `/v1/<path>` for every procedure with `meta.openapi` (see server/rest.ts).
   registerRestRoutes(app, {
     router: appRouter,
@@ -543,6 +610,4 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
       return sendError(req, reply, appErr);
     },
   });
-
-  return app;
 }

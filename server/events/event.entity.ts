@@ -9,9 +9,9 @@ export const EventSchema = defineEntity({
   name: 'Event',
   tableName: 'events',
   indexes: [
-    { name: 'events_organization_id_index', properties: ['organizationId', 'createdAt'] },
-    // What the relay has still to dispatch, oldest first.
-    { name: 'events_undispatched_index', properties: ['createdAt'], where: { dispatchedAt: null } },
+    { name: 'events_organization_id_index', properties: ['organizationId', 'seq'] },
+    // What the relay has still to dispatch, in the order they were recorded.
+    { name: 'events_undispatched_index', properties: ['seq'], where: { dispatchedAt: null } },
   ],
   triggers: [
     {
@@ -32,6 +32,11 @@ export const EventSchema = defineEntity({
   ],
   properties: {
     id: p.string().primary().length(64),
+    /**
+     * The order events were recorded in (a database sequence, given at insert): events of one change share its
+     * time, and the relay, hence the webhook deliveries, follows this order (docs/adding-a-module.md, "Events").
+     */
+    seq: p.bigint('number').autoincrement(),
     organizationId: p.string().length(64).nullable(),
     type: p.string().length(64),
     /** `{ object }`. Stored as `json` (not `jsonb`) so the object keeps the key order the API shows. */

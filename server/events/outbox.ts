@@ -116,7 +116,7 @@ export class OutboxRelay {
       >(
         `select "id", "organization_id", "type", "data", "created_at" from "events"
           where "dispatched_at" is null
-          order by "created_at", "id"
+          order by "seq"
           limit ? for update skip locked`,
         [this.batchSize],
       );

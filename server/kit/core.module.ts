@@ -11,6 +11,7 @@ import { Migration20261124000001_audit_logs } from '../db/migrations/Migration20
 import { Migration20261124000021_idempotency } from '../db/migrations/Migration20261124000021_idempotency.js';
 import { Migration20261124000030_list_counts } from '../db/migrations/Migration20261124000030_list_counts.js';
 import { Migration20261126000110_idempotency_caller } from '../db/migrations/Migration20261126000110_idempotency_caller.js';
+import { Migration20261127000010_event_sequence } from '../db/migrations/Migration20261127000010_event_sequence.js';
 import { AuditLog } from '../events/audit-log.entity.js';
 import { IdempotencyRecord, purgeIdempotencyRecords } from '../access/idempotency-record.entity.js';
 import { Event } from '../events/event.entity.js';
@@ -73,6 +74,7 @@ export const coreModule = defineModule({
       name: 'Migration20261126000110_idempotency_caller',
       class: Migration20261126000110_idempotency_caller,
     },
+    { name: 'Migration20261127000010_event_sequence', class: Migration20261127000010_event_sequence },
   ],
   jobs: [pruneDispatchedEventsJob, purgeIdempotencyRecordsJob],
   workers: [

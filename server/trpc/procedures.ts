@@ -19,6 +19,7 @@ import {
   errorMiddleware,
   middleware,
   rethrowAsTRPCError,
+  type Meta,
 } from './init.js';
 
 /** What every authenticated call may be answered: bad or expired token, burst limit or monthly quota, not allowed. */
@@ -41,9 +42,7 @@ export const authEndpointProcedure = baseProcedure
   .use(
     middleware(async ({ ctx, next, getRawInput, type, path, meta }) => {
       try {
-        if (!ctx.secureTransport) {
-          throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
-        }
+        requireSecureTransport(ctx);
         // Per client address and endpoint, before any input is read or password hashed (docs/security.md).
         if (type === 'mutation') await ctx.deps.authLimits.consume(path, ctx.ip);
         await assertAcceptableInput(getRawInput);
@@ -161,6 +160,18 @@ function authorize(actor: Actor, required: Requirement, path: string): void {
   }
 }
 
+/** What the steps of the authenticated middleware read of the call. */
+interface Call {
+  ctx: Context;
+  path: string;
+  type: string;
+  meta: Meta | undefined;
+  getRawInput: () => Promise<unknown>;
+}
+
+/** What a procedure's run gives back to its middleware (tRPC's result, as far as these steps read it). */
+type CallResult = { ok: true; data: unknown } | { ok: false; error: unknown };
+
 /**
  * Every authenticated procedure goes through this one middleware: error conversion (as errorMiddleware), the HTTPS
  * rule where asked, the caller, the permission or role it was built with, then the check of unacceptable input
@@ -169,65 +180,93 @@ function authorize(actor: Actor, required: Requirement, path: string): void {
  * requirement is enforced from here, not read back from the meta (which only records it for the security table
  * and the OpenAPI document), so no later `.meta()` can loosen it. The actor is set on the request's own context
  * rather than passed to `next` (which would copy the context again).
+ *
+ * Its steps, in order: admitCaller (HTTPS rule, token, burst limit and quota, authorization, input), then a
+ * query runs as it is, and a change runs through runChange (audit scope, idempotency, audit entry).
  */
 function authenticated(opts: { httpsOnly: boolean } & Requirement) {
   return middleware(async ({ ctx, next, getRawInput, type, path, meta }) => {
-    let actor: Actor | undefined;
-    try {
-      if (opts.httpsOnly && !ctx.secureTransport) {
-        throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
-      }
-      actor = await loadActor(ctx);
-      authorize(actor, opts, path);
-      ctx.actor = actor;
-      await assertAcceptableInput(getRawInput);
-    } catch (err) {
-      // A signed-in caller refused a change (403) is in the audit log too.
-      if (type === 'mutation' && actor && ctx.deps.config.auditLogEnabled) {
-        const scope = openAuditScope(ctx, path, meta, await getRawInput().catch(() => undefined), actor);
-        await settleAuditOf(ctx, scope, meta, { ok: false, error: err });
-      }
-      rethrowAsTRPCError(ctx, err);
-    }
-    if (type !== 'mutation') {
-      const result = await next(ACTOR_SET);
-      if (!result.ok) rethrowAsTRPCError(ctx, result.error);
-      return result;
-    }
-    const rawInput = await getRawInput();
-    const scope = ctx.deps.config.auditLogEnabled
-      ? openAuditScope(ctx, path, meta, rawInput, actor)
-      : undefined;
-    const run = () => (scope ? runAudited(scope, () => next(ACTOR_SET)) : next(ACTOR_SET));
-    let result: Awaited<ReturnType<typeof run>>;
-    let replayed = false;
-    if (ctx.idempotencyKey !== undefined && takesIdempotencyKey(meta)) {
-      try {
-        ({ result, replayed } = await runIdempotent(
-          ctx,
-          { path, meta, rawInput, actor, key: ctx.idempotencyKey },
-          run,
-        ));
-      } catch (err) {
-        // Refused before running (409 in flight is recorded like any refused change; 400 and 422 are not).
-        if (scope) await settleAuditOf(ctx, scope, meta, { ok: false, error: err });
-        rethrowAsTRPCError(ctx, err);
-      }
-    } else {
-      result = await run();
-    }
-    // A replay did nothing: no audit entry.
-    if (scope && !replayed) {
-      await settleAuditOf(
-        ctx,
-        scope,
-        meta,
-        result.ok ? { ok: true, data: result.data } : { ok: false, error: result.error },
-      );
-    }
+    const call: Call = { ctx, path, type, meta, getRawInput };
+    const actor = await admitCaller(call, opts);
+    const result =
+      type === 'mutation' ? await runChange(call, actor, () => next(ACTOR_SET)) : await next(ACTOR_SET);
     if (!result.ok) rethrowAsTRPCError(ctx, result.error);
     return result;
   });
+}
+
+/**
+ * The checks before the procedure runs: the HTTPS rule where asked, the caller (token, burst limit, quota), what
+ * it may do, and its input. A refusal is thrown converted; a signed-in caller refused a change (403) is in the
+ * audit log too.
+ */
+async function admitCaller(call: Call, opts: { httpsOnly: boolean } & Requirement): Promise<Actor> {
+  const { ctx } = call;
+  let actor: Actor | undefined;
+  try {
+    if (opts.httpsOnly) requireSecureTransport(ctx);
+    actor = await loadActor(ctx);
+    authorize(actor, opts, call.path);
+    ctx.actor = actor;
+    await assertAcceptableInput(call.getRawInput);
+    return actor;
+  } catch (err) {
+    if (call.type === 'mutation' && actor) await auditRefusal(call, actor, err);
+    rethrowAsTRPCError(ctx, err);
+  }
+}
+
+/** The HTTPS rule (README "Errors"): authentication endpoints are refused over plain HTTP. */
+function requireSecureTransport(ctx: Context): void {
+  if (!ctx.secureTransport) throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
+}
+
+/** Records a change refused before it ran, when the audit log is on. */
+async function auditRefusal(call: Call, actor: Actor, err: unknown): Promise<void> {
+  const { ctx, path, meta } = call;
+  if (!ctx.deps.config.auditLogEnabled) return;
+  const scope = openAuditScope(ctx, path, meta, await call.getRawInput().catch(() => undefined), actor);
+  await settleAuditOf(ctx, scope, meta, { ok: false, error: err });
+}
+
+/**
+ * A change: run in its audit scope (when the audit log is on), once per `Idempotency-Key` where the operation
+ * takes one (a replay gives the kept answer and writes no audit entry), then its audit entry.
+ */
+async function runChange<R extends CallResult>(call: Call, actor: Actor, next: () => Promise<R>): Promise<R> {
+  const { ctx, path, meta } = call;
+  const rawInput = await call.getRawInput();
+  const scope = ctx.deps.config.auditLogEnabled
+    ? openAuditScope(ctx, path, meta, rawInput, actor)
+    : undefined;
+  const run = () => (scope ? runAudited(scope, next) : next());
+  let result: R;
+  let replayed = false;
+  if (ctx.idempotencyKey !== undefined && takesIdempotencyKey(meta)) {
+    try {
+      ({ result, replayed } = await runIdempotent(
+        ctx,
+        { path, meta, rawInput, actor, key: ctx.idempotencyKey },
+        run,
+      ));
+    } catch (err) {
+      // Refused before running (409 in flight is recorded like any refused change; 400 and 422 are not).
+      if (scope) await settleAuditOf(ctx, scope, meta, { ok: false, error: err });
+      rethrowAsTRPCError(ctx, err);
+    }
+  } else {
+    result = await run();
+  }
+  if (scope && !replayed) {
+    const outcome: CallResult = result;
+    await settleAuditOf(
+      ctx,
+      scope,
+      meta,
+      outcome.ok ? { ok: true, data: outcome.data } : { ok: false, error: outcome.error },
+    );
+  }
+  return result;
 }
 
 /** A signed-in, active user of an organization: `ctx.actor` is set. */

@@ -262,8 +262,8 @@ export const authRouter = router({
             'A new TOTP secret (SHA-1, 6 digits, 30 s) with its `otpauth://` URL and a QR code to scan. It is ' +
             'pending until `POST /auth/2fa/enable` confirms a code of it; calling setup again replaces it. 409 when ' +
             'two-factor is already on.',
-          errorResponses: { 409: 'Two-factor sign-in is already enabled' },
         },
+        errors: { CONFLICT: 'Two-factor sign-in is already enabled' },
       })
       .input(ZEmptyInput)
       .output(ZTwoFactorSetupOutput)
@@ -282,9 +282,9 @@ export const authRouter = router({
             'secret with a code of the authenticator app (a wrong code is 400) and returns 10 single-use recovery ' +
             'codes, shown this once. From then on login answers a challenge (see `POST /auth/2fa/verify`). Emits ' +
             '`user.updated`.',
-          errorResponses: { 409: 'Already enabled, or no pending setup' },
         },
         errors: {
+          CONFLICT: 'Already enabled, or no pending setup',
           INVALID_CREDENTIALS: 'Wrong password',
           TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
         },
@@ -305,9 +305,9 @@ export const authRouter = router({
           description:
             'Needs the password and a current code (or a recovery code); a wrong one is 401 ' +
             '`INVALID_CREDENTIALS` and counts towards the login throttle. Emits `user.updated`.',
-          errorResponses: { 409: 'Two-factor sign-in is not enabled' },
         },
         errors: {
+          CONFLICT: 'Two-factor sign-in is not enabled',
           INVALID_CREDENTIALS: 'Wrong password or code',
           TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
         },

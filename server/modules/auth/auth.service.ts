@@ -5,7 +5,7 @@ import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
 import { sha256Hex } from '../../lib/crypto.js';
-import { AppError, conflict, forbidden } from '../../lib/errors.js';
+import { AppError, conflict, forbidden, invalidCredentials } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { DEFAULT_PLAN } from '../../lib/plans.js';
 import { toUserDetailDto, toUserSummaryDto } from '../../access/user.dto.js';
@@ -33,7 +33,7 @@ import type {
   TRegisterInput,
 } from './auth.schema.js';
 
-const INVALID_REFRESH = () => new AppError('INVALID_CREDENTIALS', 'Invalid or expired refresh token');
+const INVALID_REFRESH = () => invalidCredentials('Invalid or expired refresh token');
 
 export async function login(ctx: RequestContext, input: TLoginInput): Promise<TLoginOrChallengeOutput> {
   const email = input.email.toLowerCase();

@@ -9,7 +9,7 @@ import { noteAuditActor, writeAuditEntry, type AuditActor } from '../../events/a
 import { recordEvent } from '../../events/record-event.js';
 import type { RequestContext } from '../../kit/deps.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
-import { AppError } from '../../lib/errors.js';
+import { invalidCredentials } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { TLoginOutput } from './auth.schema.js';
 
@@ -19,7 +19,7 @@ import type { TLoginOutput } from './auth.schema.js';
  * service (auth.service.ts) and the two-factor service import it, and it imports neither.
  */
 
-export const INVALID_LOGIN = () => new AppError('INVALID_CREDENTIALS', 'Invalid email or password');
+export const INVALID_LOGIN = () => invalidCredentials('Invalid email or password');
 
 export function auditActor(user: Pick<User, 'id' | 'email' | 'organization'>): AuditActor {
   return { type: 'user', id: user.id, email: user.email, organizationId: user.organization.id };

@@ -7,7 +7,7 @@ import { noteAuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
 import { sha256Hex } from '../../lib/crypto.js';
-import { AppError } from '../../lib/errors.js';
+import { invalidCredentials } from '../../lib/errors.js';
 import type {
   TChangePasswordInput,
   TConfirmPasswordResetInput,
@@ -21,8 +21,7 @@ import { revokeSessionsOf } from './sessions.service.js';
 
 const RESET_REQUESTED =
   'If an account has this address, a link to choose a new password has been sent to it.';
-const invalidResetToken = () =>
-  new AppError('INVALID_CREDENTIALS', 'Invalid, used or expired password-reset token');
+const invalidResetToken = () => invalidCredentials('Invalid, used or expired password-reset token');
 
 async function emitUserUpdated(deps: AppDeps, em: Em, user: User, now: Date): Promise<void> {
   const detail = await loadUserDetail(em, deps.registry.ownedResources, user, now);

@@ -10,7 +10,7 @@ import { noteAuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
 import type { ActorContext, RequestContext } from '../../kit/deps.js';
 import { decryptSecret, encryptSecret, randomToken, sha256Hex } from '../../lib/crypto.js';
-import { AppError, conflict, validation } from '../../lib/errors.js';
+import { conflict, invalidCredentials, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { assertNotThrottled, confirmPassword, recordFailure, throttleKey } from '../../kit/login-throttle.js';
 import { auditActor, completeLogin, recordLoginFailure } from './login-completion.js';
@@ -35,9 +35,8 @@ export const CHALLENGE_TTL_SECONDS = 300;
 export const CHALLENGE_MAX_FAILURES = 5;
 const RECOVERY_CODES = 10;
 
-const invalidCode = () => new AppError('INVALID_CREDENTIALS', 'Invalid two-factor code');
-const invalidChallenge = () =>
-  new AppError('INVALID_CREDENTIALS', 'Invalid or expired two-factor challenge; sign in again');
+const invalidCode = () => invalidCredentials('Invalid two-factor code');
+const invalidChallenge = () => invalidCredentials('Invalid or expired two-factor challenge; sign in again');
 
 function totp(secretBase32: string, label: string): TOTP {
   return new TOTP({

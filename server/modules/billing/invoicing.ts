@@ -115,15 +115,6 @@ export function draftInvoice(
   };
 }
 
-/** Events of one change, ordered as they happened (the outbox relays by time, then id). */
-class EventClock {
-  private n = 0;
-  constructor(private readonly now: Date) {}
-  next(): Date {
-    return new Date(this.now.getTime() + this.n++);
-  }
-}
-
 export interface Issued {
   invoice: Invoice;
   /** False when the charge was declined or no payment method was on file. */
@@ -150,12 +141,10 @@ export async function issueInvoice(
     renewalOf?: Date;
     now: Date;
     onDecline: 'void' | 'retry';
-    clock?: EventClock;
   },
 ): Promise<Issued> {
   const { sub, org } = locked;
   const now = spec.now;
-  const events = spec.clock ?? new EventClock(now);
   const { view, creditUsed } = draftInvoice(deps, sub, spec);
   sub.creditBalance -= creditUsed;
   sub.invoiceSeq += 1;
@@ -189,22 +178,19 @@ export async function issueInvoice(
   const result = await chargeInvoice(deps, invoice, pm, `${invoice.id}:1`, now);
   if (invoice.amount < 0) sub.creditBalance += -invoice.amount;
   if (result.paid) {
-    recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, events.next());
-    recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), org.id, events.next());
+    recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, now);
+    recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), org.id, now);
     return { invoice, paid: true };
   }
   if (spec.onDecline === 'void') {
     invoice.status = 'void';
     sub.creditBalance += creditUsed;
-    recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, events.next());
-    recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), org.id, events.next());
+    recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, now);
+    recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), org.id, now);
     return { invoice, paid: false, declineReason: result.reason };
   }
-  recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, events.next());
-  await afterFailedAttempt(tx, deps, locked, pm?.id ?? null, invoice, now, {
-    scheduled: true,
-    clock: events,
-  });
+  recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, now);
+  await afterFailedAttempt(tx, deps, locked, pm?.id ?? null, invoice, now, true);
   return { invoice, paid: false, declineReason: result.reason };
 }
 
@@ -285,32 +271,26 @@ async function afterFailedAttempt(
   defaultPmId: string | null,
   invoice: Invoice,
   now: Date,
-  opts: { scheduled: boolean; clock: EventClock },
+  scheduled: boolean,
 ): Promise<void> {
   const schedule = deps.config.billing.retryScheduleMs;
   let statusChanged = false;
-  if (opts.scheduled) {
+  if (scheduled) {
     // The first attempt is not a retry; each scheduled attempt after it is.
     if (invoice.attemptCount > 1 || invoice.scheduledRetries > 0) invoice.scheduledRetries += 1;
     if (invoice.scheduledRetries >= schedule.length) {
       invoice.status = 'uncollectible';
       invoice.nextPaymentAttempt = null;
-      recordEvent(
-        tx,
-        billingInvoiceFailed,
-        toInvoiceDto(deps, invoice, now),
-        locked.org.id,
-        opts.clock.next(),
-      );
+      recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), locked.org.id, now);
       if (setStatus(locked, 'canceled', now)) statusChanged = true;
-      if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, opts.clock.next(), defaultPmId);
+      if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, now, defaultPmId);
       return;
     }
     invoice.nextPaymentAttempt = new Date(now.getTime() + schedule[invoice.scheduledRetries]!);
   }
-  recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), locked.org.id, opts.clock.next());
+  recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), locked.org.id, now);
   if (locked.sub.status === 'active' && setStatus(locked, 'past_due', now)) statusChanged = true;
-  if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, opts.clock.next(), defaultPmId);
+  if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, now, defaultPmId);
 }
 
 /**
@@ -331,10 +311,9 @@ export async function retryInvoice(
 ): Promise<{ paid: boolean; reason?: string } | null> {
   if (invoice.status !== 'open') return null;
   if (scheduled && (!invoice.nextPaymentAttempt || invoice.nextPaymentAttempt > now)) return null;
-  const clock = new EventClock(now);
   const result = await chargeInvoice(deps, invoice, pm, `${invoice.id}:${invoice.attemptCount + 1}`, now);
   if (result.paid) {
-    recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), locked.org.id, clock.next());
+    recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), locked.org.id, now);
     if (locked.sub.status === 'past_due') {
       const stillOpen = await tx.count(Invoice, {
         subscription: locked.sub.id,
@@ -342,13 +321,11 @@ export async function retryInvoice(
         id: { $ne: invoice.id },
       });
       if (stillOpen === 0 && setStatus(locked, 'active', now)) {
-        await recordSubscriptionUpdated(tx, deps, locked, clock.next(), defaultPmId);
+        await recordSubscriptionUpdated(tx, deps, locked, now, defaultPmId);
       }
     }
     return result;
   }
-  await afterFailedAttempt(tx, deps, locked, defaultPmId, invoice, now, { scheduled, clock });
+  await afterFailedAttempt(tx, deps, locked, defaultPmId, invoice, now, scheduled);
   return result;
 }
-
-export { EventClock };

@@ -6,7 +6,6 @@ import { RENEWAL_BATCH } from './billing.constants.js';
 import { periodEndAfter, periodMonths } from './billing-period.js';
 import { Invoice, type InvoiceLine } from './invoice.entity.js';
 import {
-  EventClock,
   findDefaultPaymentMethod,
   issueInvoice,
   lockSubscription,
@@ -63,7 +62,6 @@ export async function renewOne(
   const { sub, org } = locked;
   if (sub.status === 'canceled' || sub.currentPeriodEnd > now) return 'skipped';
   const closed = { start: sub.currentPeriodStart, end: sub.currentPeriodEnd };
-  const clock = new EventClock(now);
   const arrears = [...sub.pendingItems, ...(await addOnLines(tx, deps, org.id, closed, now))];
   sub.pendingItems = [];
   sub.updatedAt = now;
@@ -76,11 +74,10 @@ export async function renewOne(
         period: closed,
         now,
         onDecline: 'retry',
-        clock,
       });
     }
     setStatus(locked, 'canceled', closed.end);
-    await recordSubscriptionUpdated(tx, deps, locked, clock.next(), pm?.id ?? null);
+    await recordSubscriptionUpdated(tx, deps, locked, now, pm?.id ?? null);
     return 'canceled';
   }
 
@@ -98,9 +95,8 @@ export async function renewOne(
     renewalOf: next.start,
     now,
     onDecline: 'retry',
-    clock,
   });
-  await recordSubscriptionUpdated(tx, deps, locked, clock.next(), pm?.id ?? null);
+  await recordSubscriptionUpdated(tx, deps, locked, now, pm?.id ?? null);
   return 'renewed';
 }
 
@@ -236,7 +232,6 @@ export async function cancelForDeletion(
   const locked = await lockSubscription(tx, organization.id);
   const { sub } = locked;
   const pm = await findDefaultPaymentMethod(tx, organization.id);
-  const clock = new EventClock(now);
   if (sub.status !== 'canceled') {
     const current = { start: sub.currentPeriodStart, end: sub.currentPeriodEnd };
     const lines = [...sub.pendingItems, ...(await addOnLines(tx, deps, organization.id, current, now))];
@@ -248,12 +243,11 @@ export async function cancelForDeletion(
       period: { start: current.start, end: now < current.end ? now : current.end },
       now,
       onDecline: 'retry',
-      clock,
     });
     invoice.nextPaymentAttempt = null;
   }
   if (setStatus(locked, 'canceled', now)) {
-    await recordSubscriptionUpdated(tx, deps, locked, clock.next(), pm?.id ?? null);
+    await recordSubscriptionUpdated(tx, deps, locked, now, pm?.id ?? null);
   }
   await tx.flush();
 }

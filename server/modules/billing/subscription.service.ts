@@ -16,7 +16,7 @@ import type {
   TUpdateSubscriptionInput,
   TUpdateSubscriptionOutput,
 } from './billing.schema.js';
-import type { InvoiceLine } from './invoice.entity.js';
+import type { Invoice, InvoiceLine } from './invoice.entity.js';
 import {
   draftInvoice,
   findDefaultPaymentMethod,
@@ -236,6 +236,11 @@ const chargeDeclined = (reason: string | undefined) =>
     `The charge was declined (${reason ?? 'declined'}); nothing was changed. Use another payment method.`,
   );
 
+/**
+ * `PUT /billing/subscription`, in one transaction under the subscription's lock: the default payment method, then
+ * the plan (charged at once, or noted for the next invoice), then `cancel_at_period_end`; one
+ * `billing.subscription.updated` when anything changed. A declined charge changes nothing but its void invoice.
+ */
 export async function updateSubscription(
   ctx: ActorContext,
   input: TUpdateSubscriptionInput,
@@ -247,82 +252,29 @@ export async function updateSubscription(
   const result = await ctx.em.transactional(async (tx) => {
     const now = ctx.deps.clock.now();
     const locked = await lockSubscription(tx, orgId);
-    const { sub, org } = locked;
-    let changed = false;
-
-    const previousDefault = await findDefaultPaymentMethod(tx, orgId);
-    let pm = previousDefault;
-    if (input.payment_method !== undefined && input.payment_method !== pm?.id) {
-      const chosen = await tx.findOne(
-        PaymentMethod,
-        { id: input.payment_method, organization: orgId },
-        { populate: ['processorRef'] },
-      );
-      if (!chosen) throw notFound('Payment method');
-      if (pm) pm.isDefault = false;
-      // The old default's flag is written first: one default per organization at any moment.
-      await tx.flush();
-      chosen.isDefault = true;
-      chosen.updatedAt = now;
-      pm = chosen;
-      changed = true;
-    }
-
-    if (input.cancel_at_period_end !== undefined && sub.status === 'canceled' && input.plan === undefined) {
-      throw conflict('The subscription is canceled; choose a plan to start a new one');
-    }
-
-    let invoice = null;
-    if (input.plan !== undefined && changesPlan(locked, input.plan)) {
-      await assertPlanFits(tx, ctx.deps, locked, input.plan, now);
-      const { lines, period, restart } = changeLines(locked, input.plan, behavior, now, ctx.deps);
-      if (restart || (behavior === 'always_invoice' && lines.length > 0)) {
-        const issued = await issueInvoice(tx, ctx.deps, locked, pm, {
-          lines,
-          reason: restart ? 'subscription_create' : 'subscription_update',
-          period: restart
-            ? period
-            : { start: lines[0] ? new Date(lines[0].period_start!) : now, end: period.end },
-          now,
-          onDecline: 'void',
-        });
-        if (!issued.paid) {
-          // Nothing changes but the void invoice: the previous default payment method stays the default.
-          if (pm && pm !== previousDefault) {
-            pm.isDefault = false;
-            await tx.flush();
-            if (previousDefault) previousDefault.isDefault = true;
-          }
-          return { declined: issued.declineReason ?? 'declined' };
-        }
-        invoice = issued.invoice;
-      } else if (behavior === 'create_prorations') {
-        sub.pendingItems = [...sub.pendingItems, ...lines];
-      }
-      org.plan = input.plan;
-      if (restart) {
-        sub.currentPeriodStart = period.start;
-        sub.currentPeriodEnd = period.end;
-        sub.billingAnchor = period.start;
-        sub.canceledAt = null;
-        sub.cancelAtPeriodEnd = false;
-        setStatus(locked, 'active', now);
-      }
-      changed = true;
-    }
-
+    const payment = await switchDefaultPaymentMethod(tx, orgId, input.payment_method, now);
     if (
       input.cancel_at_period_end !== undefined &&
-      sub.status !== 'canceled' &&
-      input.cancel_at_period_end !== sub.cancelAtPeriodEnd
+      locked.sub.status === 'canceled' &&
+      input.plan === undefined
     ) {
-      sub.cancelAtPeriodEnd = input.cancel_at_period_end;
-      changed = true;
+      throw conflict('The subscription is canceled; choose a plan to start a new one');
     }
-
-    if (changed) {
-      sub.updatedAt = now;
-      await recordSubscriptionUpdated(tx, ctx.deps, locked, new Date(now.getTime() + 5), pm?.id ?? null);
+    let invoice = null;
+    let planChanged = false;
+    if (input.plan !== undefined && changesPlan(locked, input.plan)) {
+      const change = await changePlan(tx, ctx.deps, locked, input.plan, behavior, payment.pm, now);
+      if ('declined' in change) {
+        await restoreDefaultPaymentMethod(tx, payment);
+        return change;
+      }
+      invoice = change.invoice;
+      planChanged = true;
+    }
+    const cancelChanged = setCancelAtPeriodEnd(locked, input.cancel_at_period_end);
+    if (payment.changed || planChanged || cancelChanged) {
+      locked.sub.updatedAt = now;
+      await recordSubscriptionUpdated(tx, ctx.deps, locked, now, payment.pm?.id ?? null);
     }
     return { locked, invoice };
   });
@@ -333,6 +285,109 @@ export async function updateSubscription(
     ...out,
     invoice: result.invoice ? toInvoiceDto(ctx.deps, result.invoice, ctx.deps.clock.now()) : null,
   };
+}
+
+/** The default payment method before and after a change's first step; `changed` when another one became it. */
+interface PaymentSwitch {
+  previousDefault: PaymentMethod | null;
+  pm: PaymentMethod | null;
+  changed: boolean;
+}
+
+/** Makes `paymentMethodId` (one of the organization's) the default, when given and not the default already. */
+async function switchDefaultPaymentMethod(
+  tx: Em,
+  orgId: string,
+  paymentMethodId: string | undefined,
+  now: Date,
+): Promise<PaymentSwitch> {
+  const previousDefault = await findDefaultPaymentMethod(tx, orgId);
+  if (paymentMethodId === undefined || paymentMethodId === previousDefault?.id) {
+    return { previousDefault, pm: previousDefault, changed: false };
+  }
+  const chosen = await tx.findOne(
+    PaymentMethod,
+    { id: paymentMethodId, organization: orgId },
+    { populate: ['processorRef'] },
+  );
+  if (!chosen) throw notFound('Payment method');
+  if (previousDefault) previousDefault.isDefault = false;
+  // The old default's flag is written first: one default per organization at any moment.
+  await tx.flush();
+  chosen.isDefault = true;
+  chosen.updatedAt = now;
+  return { previousDefault, pm: chosen, changed: true };
+}
+
+/** After a declined charge: the previous default payment method stays the default. */
+async function restoreDefaultPaymentMethod(tx: Em, payment: PaymentSwitch): Promise<void> {
+  const { pm, previousDefault } = payment;
+  if (!pm || pm === previousDefault) return;
+  pm.isDefault = false;
+  await tx.flush();
+  if (previousDefault) previousDefault.isDefault = true;
+}
+
+/**
+ * Moves the organization to `plan`: the plan must fit what it uses; the change is invoiced and charged at once
+ * (`always_invoice`, or a canceled subscription starting again) or its prorations wait for the next invoice
+ * (`create_prorations`). A declined charge leaves everything as it was but the void invoice.
+ */
+async function changePlan(
+  tx: Em,
+  deps: AppDeps,
+  locked: Locked,
+  plan: PlanId,
+  behavior: ProrationBehavior,
+  pm: PaymentMethod | null,
+  now: Date,
+): Promise<{ invoice: Invoice | null } | { declined: string }> {
+  const { sub, org } = locked;
+  await assertPlanFits(tx, deps, locked, plan, now);
+  const { lines, period, restart } = changeLines(locked, plan, behavior, now, deps);
+  let invoice: Invoice | null = null;
+  if (restart || (behavior === 'always_invoice' && lines.length > 0)) {
+    const issued = await issueInvoice(tx, deps, locked, pm, {
+      lines,
+      reason: restart ? 'subscription_create' : 'subscription_update',
+      period: restart
+        ? period
+        : { start: lines[0] ? new Date(lines[0].period_start!) : now, end: period.end },
+      now,
+      onDecline: 'void',
+    });
+    if (!issued.paid) return { declined: issued.declineReason ?? 'declined' };
+    invoice = issued.invoice;
+  } else if (behavior === 'create_prorations') {
+    sub.pendingItems = [...sub.pendingItems, ...lines];
+  }
+  org.plan = plan;
+  if (restart) restartPeriod(locked, period, now);
+  return { invoice };
+}
+
+/** A canceled subscription starting again: a new period from now, active, nothing left to cancel. */
+function restartPeriod(locked: Locked, period: { start: Date; end: Date }, now: Date): void {
+  const { sub } = locked;
+  sub.currentPeriodStart = period.start;
+  sub.currentPeriodEnd = period.end;
+  sub.billingAnchor = period.start;
+  sub.canceledAt = null;
+  sub.cancelAtPeriodEnd = false;
+  setStatus(locked, 'active', now);
+}
+
+/** Sets `cancel_at_period_end` when given and different (a canceled subscription keeps its own); true if changed. */
+function setCancelAtPeriodEnd(locked: Locked, cancelAtPeriodEnd: boolean | undefined): boolean {
+  const { sub } = locked;
+  if (
+    cancelAtPeriodEnd === undefined ||
+    sub.status === 'canceled' ||
+    cancelAtPeriodEnd === sub.cancelAtPeriodEnd
+  )
+    return false;
+  sub.cancelAtPeriodEnd = cancelAtPeriodEnd;
+  return true;
 }
 
 export { chargeDeclined };

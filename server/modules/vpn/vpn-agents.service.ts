@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Em } from '../../db/orm.js';
 import { recordEvent, recordPlatformEventFor } from '../../events/record-event.js';
 import { sha256Hex } from '../../lib/crypto.js';
-import { AppError, conflict, notFound, validation } from '../../lib/errors.js';
+import { conflict, notFound, unauthorized, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
 import {
@@ -158,13 +158,13 @@ export async function deleteAgentServer(ctx: ActorContext, id: string): Promise<
 /** The agent server a `Bearer vst_…` token stands for; anything else is 401 (user tokens included). */
 export async function authenticateAgent(em: Em, authorization: string | undefined): Promise<VpnServer> {
   const m = /^Bearer\s+(vst_[A-Za-z0-9_-]{20,100})\s*$/.exec(authorization ?? '');
-  if (!m) throw new AppError('UNAUTHORIZED', 'A VPN server token is required');
+  if (!m) throw unauthorized('A VPN server token is required');
   const server = await em.findOne(VpnServer, {
     tokenHash: sha256Hex(m[1]!),
     kind: 'agent',
     deletedAt: null,
   });
-  if (!server) throw new AppError('UNAUTHORIZED', 'Invalid or revoked VPN server token');
+  if (!server) throw unauthorized('Invalid or revoked VPN server token');
   return server;
 }
 
@@ -210,7 +210,7 @@ export async function agentRegister(
       { id: serverId, deletedAt: null },
       { lockMode: LockMode.PESSIMISTIC_WRITE },
     );
-    if (!s) throw new AppError('UNAUTHORIZED', 'Invalid or revoked VPN server token');
+    if (!s) throw unauthorized('Invalid or revoked VPN server token');
     s.publicKey = input.public_key;
     s.status = 'online';
     s.lastReportAt = now;
@@ -273,7 +273,7 @@ export async function agentPeers(
   for (;;) {
     const em = deps.db.orm.em.fork();
     const peers = await readPeers(em, serverId);
-    if (!peers) throw new AppError('UNAUTHORIZED', 'Invalid or revoked VPN server token');
+    if (!peers) throw unauthorized('Invalid or revoked VPN server token');
     const left = deadline - Date.now();
     if (since === undefined || peers.version !== since || left <= 0 || signal?.aborted) return peers;
     await hub.wait(serverId, Math.min(left, POLL_RECHECK_MS), signal);
@@ -320,7 +320,7 @@ export async function agentReport(
       { id: serverId, deletedAt: null },
       { lockMode: LockMode.PESSIMISTIC_WRITE },
     );
-    if (!server) throw new AppError('UNAUTHORIZED', 'Invalid or revoked VPN server token');
+    if (!server) throw unauthorized('Invalid or revoked VPN server token');
     server.lastReportAt = now;
     server.load = input.load;
     if (server.status !== 'online') server.status = 'online';

@@ -50,9 +50,10 @@ const connections = router({
           '`vpn.connected`). A WireGuard connection gets its own key pair: this response alone carries ' +
           '`connection.config.wg_quick`, a ready `wg-quick` configuration with the client private key, which is ' +
           'not stored. Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`.',
-        errorResponses: {
-          402: 'The plan allows no more VPN connections; details name `{resource, limit, current}`',
-        },
+      },
+      errors: {
+        PLAN_LIMIT_EXCEEDED:
+          'The plan allows no more VPN connections; details name `{resource, limit, current}`',
       },
       successStatus: 201,
       location: '/vpn/connections/{connection.id}',
@@ -87,8 +88,8 @@ const connections = router({
         description:
           '`status: "inactive"` disconnects (emitting `vpn.disconnected` if it was active); `status: "active"` ' +
           'reconnects an inactive or failed connection through `connecting`.',
-        errorResponses: { 409: 'Reconnecting a connection whose server left the catalogue' },
       },
+      errors: { CONFLICT: 'Reconnecting a connection whose server left the catalogue' },
     })
     .input(ZUpdateConnectionInput)
     .output(ZConnectionOutput)
@@ -139,8 +140,8 @@ const serverCatalogue = router({
           'response and stored hashed. Run the VPN agent on the host with that token (docs/vpn-servers.md): when ' +
           'it registers, the server joins the catalogue of this organization only (`vpn.server.created`), and new ' +
           'connections in its location are placed on it.',
-        errorResponses: { 409: 'A server with this host and port already exists' },
       },
+      errors: { CONFLICT: 'A server with this host and port already exists' },
       successStatus: 201,
       location: '/vpn/servers/{server.id}',
     })

@@ -77,9 +77,14 @@ export async function fanOutToWebhooks(em: Em, events: OutboxEvent[], now: Date)
       if (!h.events.has(e.type)) continue;
       if (e.organizationId !== null && e.organizationId !== h.organization_id) continue;
       const payload = eventBody({ ...e, organizationId: h.organization_id });
-      rows.push([newId('del'), now, now, h.id, h.organization_id, e.id, e.type, payload, now, now]);
+      rows.push([h.id, h.organization_id, e.id, e.type, payload, now, now]);
     }
   }
+  // The events come in the order they were recorded (their sequence) and share `now`: the deliveries' ids ascend
+  // in that order, so that a webhook's list (newest first: time, then id) and the worker's claims (due time, then
+  // id) keep it.
+  const ids = rows.map(() => newId('del')).sort();
+  rows.forEach((row, i) => row.unshift(ids[i], now, now));
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
     const chunk = rows.slice(i, i + INSERT_CHUNK);
     await em.execute(

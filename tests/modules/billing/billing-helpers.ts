@@ -20,7 +20,7 @@ export async function billingEvents(deps: AppDeps, organizationId: string) {
   const rows = await em.find(
     Event,
     { organizationId, type: { $like: 'billing.%' } },
-    { orderBy: { createdAt: 'asc', id: 'asc' } },
+    { orderBy: { seq: 'asc' } },
   );
   return rows.map((e) => ({ type: e.type, object: e.data.object as Record<string, any> }));
 }

@@ -39,7 +39,7 @@ export async function countConnections(deps: AppDeps, organizationId: string): P
 export async function eventsOf(deps: AppDeps, organizationId: string, type?: string): Promise<Event[]> {
   return deps.db.orm.em
     .fork()
-    .find(Event, { organizationId, ...(type ? { type } : {}) }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    .find(Event, { organizationId, ...(type ? { type } : {}) }, { orderBy: { seq: 'asc' } });
 }
 
 /** The catalogue entity of a server, private key included (tests only). */
