@@ -177,7 +177,8 @@ export class DirectoryArtifactStore implements ArtifactStore {
       () => false,
     );
     if (reused) {
-      for (const variant of [`${target}.br`, `${target}.gz`]) await utimes(variant, now, now).catch(() => undefined);
+      for (const variant of [`${target}.br`, `${target}.gz`])
+        await utimes(variant, now, now).catch(() => undefined);
     } else {
       await mkdir(join(this.objects, h.slice(0, 2)), { recursive: true });
       await writeAtomically(target, content);

@@ -16,7 +16,11 @@ export { DEPLOYMENT_STATUSES, type DeploymentStatus };
 /** Statuses a deployment is still on its way in (the site's build queue; what a restart resumes). */
 export const UNFINISHED_STATUSES = ['queued', 'building'] as const satisfies readonly DeploymentStatus[];
 /** Statuses a deployment never leaves. */
-export const FINAL_STATUSES = ['success', 'failed', 'canceled'] as const satisfies readonly DeploymentStatus[];
+export const FINAL_STATUSES = [
+  'success',
+  'failed',
+  'canceled',
+] as const satisfies readonly DeploymentStatus[];
 export type FinalDeploymentStatus = (typeof FINAL_STATUSES)[number];
 
 /** Which status may follow which; a final status has none. */
@@ -68,7 +72,12 @@ export function assertCanTransition(d: { status: DeploymentStatus }, to: Deploym
  * not allow it. Starting to build sets `startedAt`; a final status sets `completedAt` and the reason (`statusMessage`,
  * at most 500 characters).
  */
-export function transition(d: DeploymentState, to: DeploymentStatus, now: Date, reason: string | null = null): void {
+export function transition(
+  d: DeploymentState,
+  to: DeploymentStatus,
+  now: Date,
+  reason: string | null = null,
+): void {
   assertCanTransition(d, to);
   d.status = to;
   d.updatedAt = now;

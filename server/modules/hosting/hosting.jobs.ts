@@ -127,7 +127,11 @@ export function completeDeployment(
   }
   const domain = deps.config.sitesDomain;
   const event =
-    outcome === 'success' ? hostingDeploymentSucceeded : outcome === 'failed' ? hostingDeploymentFailed : undefined;
+    outcome === 'success'
+      ? hostingDeploymentSucceeded
+      : outcome === 'failed'
+        ? hostingDeploymentFailed
+        : undefined;
   if (event) repository.recordEvent(tx, event, toDeploymentDto(d, site, domain), site.organization.id, now);
 }
 
@@ -237,22 +241,25 @@ export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: Job
     }
   }
 
-  const after = await repository.transaction(repository.fork(), async (tx): Promise<AfterCommit | undefined> => {
-    const s = await lockSite(deps, tx, data.site_id);
-    if (!s || s.buildTicket !== data.ticket) return undefined;
-    const d = await repository.findDeployment(tx, s.id, current.id);
-    const unchanged =
-      d &&
-      (building ? d.status === 'building' && d.buildStep === step : d.status === 'queued') &&
-      // Starting: nothing else may have started meanwhile.
-      (building || (await repository.countDeployments(tx, s.id, ['building'])) === 0);
-    if (!unchanged) {
-      // The deployment was canceled (or another started) while the step ran: look again at once.
-      const wake = await scheduleBuildStep(deps, tx, s, { delayMs: 0, paceMs: data.pace_ms });
-      return wake;
-    }
-    return applyStep(deps, tx, s, d, step, result, data.pace_ms);
-  });
+  const after = await repository.transaction(
+    repository.fork(),
+    async (tx): Promise<AfterCommit | undefined> => {
+      const s = await lockSite(deps, tx, data.site_id);
+      if (!s || s.buildTicket !== data.ticket) return undefined;
+      const d = await repository.findDeployment(tx, s.id, current.id);
+      const unchanged =
+        d &&
+        (building ? d.status === 'building' && d.buildStep === step : d.status === 'queued') &&
+        // Starting: nothing else may have started meanwhile.
+        (building || (await repository.countDeployments(tx, s.id, ['building'])) === 0);
+      if (!unchanged) {
+        // The deployment was canceled (or another started) while the step ran: look again at once.
+        const wake = await scheduleBuildStep(deps, tx, s, { delayMs: 0, paceMs: data.pace_ms });
+        return wake;
+      }
+      return applyStep(deps, tx, s, d, step, result, data.pace_ms);
+    },
+  );
   after?.();
 }
 

@@ -180,7 +180,13 @@ export interface HostingRepository {
     now: Date,
   ): Promise<TLogLine[]>;
   /** Lines with `seq` in `(after, upTo]`, in order, at most `limit`. */
-  readLogLines(em: Em, deploymentId: string, after: number, limit: number, upTo?: number): Promise<TLogLine[]>;
+  readLogLines(
+    em: Em,
+    deploymentId: string,
+    after: number,
+    limit: number,
+    upTo?: number,
+  ): Promise<TLogLine[]>;
   /** PostgreSQL `NOTIFY` at commit of `tx` (build-logs.ts); nothing on PGlite. */
   notify(tx: Em, channel: string, payload: string): Promise<void>;
 
@@ -423,9 +429,10 @@ export class MikroOrmHostingRepository implements HostingRepository {
   }
 
   async deploymentIds(em: Em, siteId: string): Promise<string[]> {
-    const rows = await em.execute<{ id: string }[]>(`select "id" from "${T.deployments}" where "site_id" = ?`, [
-      siteId,
-    ]);
+    const rows = await em.execute<{ id: string }[]>(
+      `select "id" from "${T.deployments}" where "site_id" = ?`,
+      [siteId],
+    );
     return rows.map((r) => r.id);
   }
 
@@ -539,7 +546,7 @@ export class MikroOrmHostingRepository implements HostingRepository {
   }
 
   recordEvent<P>(tx: Em, event: EventDefinition<P>, payload: P, organizationId: string, now: Date): void {
-    recordEvent(tx, event, payload as NoInfer<P>, organizationId, now);
+    recordEvent(tx, event, payload, organizationId, now);
   }
 
   async liveRoute(by: 'slug' | 'domain', value: string): Promise<EdgeRoute | null> {
@@ -561,7 +568,9 @@ export class MikroOrmHostingRepository implements HostingRepository {
     return rows[0] ? { siteId: rows[0].site_id, deploymentId: rows[0].id } : null;
   }
 
-  async addEdgeTraffic(rows: { siteId: string; minute: Date; requests: number; bytes: number }[]): Promise<void> {
+  async addEdgeTraffic(
+    rows: { siteId: string; minute: Date; requests: number; bytes: number }[],
+  ): Promise<void> {
     if (rows.length === 0) return;
     await this.fork().execute(
       `insert into "${T.edgeTraffic}" ("site_id", "minute", "requests", "bytes")
@@ -613,8 +622,14 @@ export const HOSTING_ORGANIZATION_ROWS: OrganizationRows = {
       table: T.buildLogs,
       where: `"deployment_id" in (select d."id" from "${T.deployments}" d join "${T.sites}" s on s."id" = d."site_id" where s."organization_id" = ?)`,
     },
-    { table: T.edgeTraffic, where: `"site_id" in (select "id" from "${T.sites}" where "organization_id" = ?)` },
-    { table: T.deployments, where: `"site_id" in (select "id" from "${T.sites}" where "organization_id" = ?)` },
+    {
+      table: T.edgeTraffic,
+      where: `"site_id" in (select "id" from "${T.sites}" where "organization_id" = ?)`,
+    },
+    {
+      table: T.deployments,
+      where: `"site_id" in (select "id" from "${T.sites}" where "organization_id" = ?)`,
+    },
     { table: T.sites },
     { table: T.usageRecords },
   ],
@@ -635,10 +650,11 @@ export async function usageRows(
   records: { kind: 'build' | 'site'; site_id: string; started_at: Date | string; ended_at: Date | string }[];
   running: { started_at: Date | string }[];
 }> {
-  const sites = await em.execute<{ id: string; created_at: Date | string; live_since: Date | string | null }[]>(
-    `select "id", "created_at", "live_since" from "${T.sites}" where "organization_id" = ?`,
-    [organizationId],
-  );
+  const sites = await em.execute<
+    { id: string; created_at: Date | string; live_since: Date | string | null }[]
+  >(`select "id", "created_at", "live_since" from "${T.sites}" where "organization_id" = ?`, [
+    organizationId,
+  ]);
   const records = await em.execute<
     { kind: 'build' | 'site'; site_id: string; started_at: Date | string; ended_at: Date | string }[]
   >(

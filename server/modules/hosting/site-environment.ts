@@ -35,7 +35,8 @@ export async function encryptClearEnvironments(deps: AppDeps): Promise<number> {
   let changed = 0;
   for (const row of await repository.clearEnvironments()) {
     const vars = JSON.parse(row.stored) as Record<string, string>;
-    if (await repository.replaceClearEnvironment(row.id, row.stored, sealEnvironment(deps, vars))) changed += 1;
+    if (await repository.replaceClearEnvironment(row.id, row.stored, sealEnvironment(deps, vars)))
+      changed += 1;
   }
   return changed;
 }

@@ -150,7 +150,8 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
       (l) => l.message === 'a warning on stderr',
     );
     expect(warning?.stream).to.equal('stderr');
-    // The variable reached the build; its value never reaches the log.
+    // The variable reached the build, named in the log; its value never reaches the log.
+    expect(messages).to.include('Injecting 1 environment variable: API_TOKEN');
     expect(messages).to.include('token is ****');
     expect(JSON.stringify(lines)).not.to.include('tok-secret-4242');
     expect((await logsOf(s.baseUrl, owner.token, site.id, d.id)).logs).to.deep.equal(lines);
