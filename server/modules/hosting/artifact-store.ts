@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join, posix, relative, resolve, sep } from 'node:path';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 
@@ -34,7 +34,13 @@ export interface ArtifactStore {
   manifest(deploymentId: string): Promise<ArtifactManifest | null>;
   /** The file holding a content (or one of its precompressed variants), for serving. */
   contentPath(hash: string, encoding?: 'br' | 'gzip'): string;
+  /** Removes the artifact of a deployment (its manifest); contents other deployments share stay. */
   remove(deploymentId: string): Promise<void>;
+  /**
+   * Removes the contents no manifest refers to any more (after {@link remove}); returns how many went. A content
+   * written or reused within the grace period stays, for a build storing its artifact meanwhile.
+   */
+  collectGarbage(): Promise<number>;
 }
 
 export class ArtifactError extends Error {
@@ -46,6 +52,10 @@ const COMPRESSIBLE = /\.(html?|css|m?js|json|svg|txt|xml|map|wasm|ico|webmanifes
 const COMPRESS_MIN_BYTES = 1024;
 
 const MANIFEST_ID = /^dep_[A-Za-z0-9]+$/;
+const CONTENT_FILE = /^([0-9a-f]{64})(\.br|\.gz)?$/;
+
+/** How long a content written or reused stays, referenced or not: longer than a build takes to store its output. */
+const GARBAGE_GRACE_MS = 15 * 60_000;
 
 export class DirectoryArtifactStore implements ArtifactStore {
   private readonly objects: string;
@@ -54,6 +64,7 @@ export class DirectoryArtifactStore implements ArtifactStore {
   constructor(
     root: string,
     private readonly maxBytes: number,
+    private readonly graceMs = GARBAGE_GRACE_MS,
   ) {
     this.objects = join(resolve(root), 'objects');
     this.manifests = join(resolve(root), 'manifests');
@@ -81,6 +92,31 @@ export class DirectoryArtifactStore implements ArtifactStore {
   async remove(deploymentId: string): Promise<void> {
     // Contents stay: other deployments may share them.
     await rm(this.manifestPath(deploymentId), { force: true });
+  }
+
+  async collectGarbage(): Promise<number> {
+    const used = new Set<string>();
+    const names = await readdir(this.manifests).catch(() => [] as string[]);
+    for (const name of names) {
+      if (!name.endsWith('.json')) continue;
+      const m = await this.manifest(name.slice(0, -'.json'.length)).catch(() => null);
+      for (const f of Object.values(m?.files ?? {})) used.add(f.hash);
+    }
+    const before = Date.now() - this.graceMs;
+    let removed = 0;
+    for (const prefix of await readdir(this.objects).catch(() => [] as string[])) {
+      const dir = join(this.objects, prefix);
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        const hash = CONTENT_FILE.exec(name)?.[1];
+        if (!hash || used.has(hash)) continue;
+        const path = join(dir, name);
+        const st = await stat(path).catch(() => undefined);
+        if (!st || st.mtimeMs > before) continue;
+        await rm(path, { force: true });
+        removed += 1;
+      }
+    }
+    return removed;
   }
 
   async put(deploymentId: string, dir: string): Promise<{ manifest: ArtifactManifest; skipped: string[] }> {
@@ -134,7 +170,16 @@ export class DirectoryArtifactStore implements ArtifactStore {
     const target = this.contentPath(h);
     const encodings: ('br' | 'gzip')[] = [];
     const compressible = COMPRESSIBLE.test(rel) && content.length >= COMPRESS_MIN_BYTES;
-    if (!(await exists(target))) {
+    // A content already there is reused and marked recent (a collection running meanwhile leaves it: collectGarbage).
+    const now = new Date();
+    const reused = await utimes(target, now, now).then(
+      () => true,
+      () => false,
+    );
+    if (reused) {
+      for (const variant of [`${target}.br`, `${target}.gz`])
+        await utimes(variant, now, now).catch(() => undefined);
+    } else {
       await mkdir(join(this.objects, h.slice(0, 2)), { recursive: true });
       await writeAtomically(target, content);
       if (compressible) {

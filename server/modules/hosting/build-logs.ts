@@ -4,7 +4,6 @@ import type { Em } from '../../db/orm.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { EventSink } from '../../lib/event-stream.js';
 import { FINAL_DEPLOYMENT_STATUSES, MAX_LOG_LIMIT, type DeploymentStatus } from './hosting.constants.js';
-import type { BuildOutput } from './hosting.driver.js';
 import type { TLogLine } from './hosting.schema.js';
 
 /**
@@ -38,38 +37,6 @@ interface Announcement {
   f: number;
   t: number;
   s?: DeploymentStatus;
-}
-
-interface LogRow {
-  seq: number;
-  ts_ms: number | string;
-  stream: TLogLine['stream'];
-  message: string;
-}
-
-const toLine = (r: LogRow): TLogLine => ({
-  seq: Number(r.seq),
-  timestamp: new Date(Number(r.ts_ms)).toISOString(),
-  stream: r.stream,
-  message: r.message,
-});
-
-/** Lines of a deployment with `seq` in `(after, upTo]`, in order, at most `limit`. */
-export async function readLogLines(
-  em: Em,
-  deploymentId: string,
-  after: number,
-  limit: number,
-  upTo = 2_147_483_647,
-): Promise<TLogLine[]> {
-  const rows = await em.execute<LogRow[]>(
-    `select "seq", (extract(epoch from "timestamp") * 1000)::float8 as "ts_ms", "stream", "message"
-       from "hosting_build_logs"
-      where "deployment_id" = ? and "seq" > ? and "seq" <= ?
-      order by "seq" limit ?`,
-    [deploymentId, after, upTo, limit],
-  );
-  return rows.map(toLine);
 }
 
 /** The hub of this process's followers: `deps.modules.hosting.logHub`, built by the module's `create`. */
@@ -119,10 +86,9 @@ export class BuildLogHub {
 
   /**
    * Inside the writer's transaction: on PostgreSQL, announces the lines to the other processes at commit
-   * (`pg_notify` is transactional: a rolled-back step announces nothing).
+   * (`pg_notify` is transactional: a rolled-back step announces nothing). Nothing on PGlite (one process).
    */
   async announce(tx: Em, e: LogEvent): Promise<void> {
-    if (this.deps.db.kind !== 'postgresql') return;
     const a: Announcement = {
       o: this.origin,
       d: e.deploymentId,
@@ -130,7 +96,7 @@ export class BuildLogHub {
       t: e.lines.at(-1)?.seq ?? 0,
       ...(e.status ? { s: e.status } : {}),
     };
-    await tx.execute(`select pg_notify('${CHANNEL}', ?)`, [JSON.stringify(a)]);
+    await this.deps.modules.hosting.repository.notify(tx, CHANNEL, JSON.stringify(a));
   }
 
   /** LISTEN on one connection of its own (PostgreSQL only); reconnects after errors. */
@@ -193,39 +159,20 @@ export class BuildLogHub {
     if (a.o === this.origin || !this.listeners.has(a.d)) return;
     try {
       const lines =
-        a.f > 0 ? await readLogLines(this.deps.db.orm.em.fork(), a.d, a.f - 1, MAX_LOG_LIMIT, a.t) : [];
+        a.f > 0
+          ? await this.deps.modules.hosting.repository.readLogLines(
+              this.deps.modules.hosting.repository.fork(),
+              a.d,
+              a.f - 1,
+              MAX_LOG_LIMIT,
+              a.t,
+            )
+          : [];
       this.publish({ deploymentId: a.d, lines, ...(a.s ? { status: a.s } : {}) });
     } catch (err) {
       this.deps.log.warn({ err, deployment: a.d }, 'could not read announced build log lines');
     }
   }
-}
-
-/**
- * Appends `output` to a deployment's log inside the step's transaction, numbering from `lastSeq + 1`. Returns the
- * lines as the API shows them; hand them to {@link BuildLogHub.publish} once the transaction committed.
- */
-export async function appendLogLines(
-  tx: Em,
-  deploymentId: string,
-  lastSeq: number,
-  output: readonly BuildOutput[],
-  now: Date,
-): Promise<TLogLine[]> {
-  if (output.length === 0) return [];
-  const lines = output.map((o, i) => ({
-    seq: lastSeq + i + 1,
-    timestamp: now.toISOString(),
-    stream: o.stream,
-    message: o.message,
-  }));
-  await tx.execute(
-    `insert into "hosting_build_logs" ("deployment_id", "seq", "timestamp", "stream", "message") values ${lines
-      .map(() => '(?, ?, ?, ?, ?)')
-      .join(', ')}`,
-    lines.flatMap((l) => [deploymentId, l.seq, now, l.stream, l.message]),
-  );
-  return lines;
 }
 
 /** How a follower learns the deployment's state when it (re)reads from the table. */
@@ -246,7 +193,7 @@ export function followLogs(
   statusOf: DeploymentStatusReader,
   sink: EventSink,
 ): () => void {
-  const hub = deps.modules.hosting.logHub;
+  const { logHub: hub, repository } = deps.modules.hosting;
   let last = after;
   let done = false;
   const queue: Array<LogEvent | 'catch-up' | 'closing'> = ['catch-up'];
@@ -269,7 +216,7 @@ export function followLogs(
     // The status first: lines written before a final status commit with it, so they are all readable below.
     const status = await statusOf();
     for (;;) {
-      const lines = await readLogLines(deps.db.orm.em.fork(), deploymentId, last, MAX_LOG_LIMIT);
+      const lines = await repository.readLogLines(repository.fork(), deploymentId, last, MAX_LOG_LIMIT);
       if (done || sink.closed) return;
       write(lines);
       if (lines.length < MAX_LOG_LIMIT) break;

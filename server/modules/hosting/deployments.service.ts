@@ -1,21 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { DEPLOYMENT_STATUSES } from './hosting.constants.js';
 import { pageFields, pageRequest } from '../../lib/pagination.js';
-import type { ListCountSpec } from '../../db/list-counts.js';
-import { IsolationLevel } from '@mikro-orm/core';
-import { findPage } from '../../db/pagination.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext } from '../../kit/deps.js';
-import { AppError } from '../../lib/errors.js';
+import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import { appendLogLines, followLogs, readLogLines, type LogEvent } from './build-logs.js';
-import type { DeploymentStatus } from './hosting.constants.js';
+import { followLogs, type LogEvent } from './build-logs.js';
+import { assertCanGoLive, assertCanTransition, UNFINISHED_STATUSES } from './deployment-state.js';
+import type { HostingRepository } from './hosting.repository.js';
 import { shortId, toDeploymentDto, toSiteDetailDto } from './hosting.dto.js';
 import { edgeRoutesChanged } from './edge.js';
 import { openEnvironment } from './site-environment.js';
 import { completeDeployment, scheduleBuildStep, startNextBuild } from './hosting.jobs.js';
-import { HostingDeployment } from './hosting-deployment.entity.js';
-import { HostingSite } from './hosting-site.entity.js';
+import type { HostingDeployment } from './hosting-deployment.entity.js';
+import type { HostingSite } from './hosting-site.entity.js';
 import type {
   TCancelDeploymentInput,
   TDeployInput,
@@ -28,18 +25,21 @@ import type {
   TRollbackInput,
   TSiteOutput,
 } from './hosting.schema.js';
-import { findSiteOrThrow } from './sites.service.js';
+import { findSiteOrThrow, repositoryOf } from './sites.service.js';
 
 const NO_COMMIT = '0'.repeat(40);
 
-function deploymentNotFound(): AppError {
-  return new AppError('NOT_FOUND', 'Deployment not found');
-}
+const deploymentNotFound = () => notFound('Deployment');
 
 /** A deployment of `site`; any other id (another site's included) is not found. */
-async function findDeploymentOrThrow(em: Em, site: HostingSite, id: string): Promise<HostingDeployment> {
+async function findDeploymentOrThrow(
+  repository: HostingRepository,
+  em: Em,
+  site: HostingSite,
+  id: string,
+): Promise<HostingDeployment> {
   if (!isId('dep', id)) throw deploymentNotFound();
-  const d = await em.findOne(HostingDeployment, { id, site: site.id });
+  const d = await repository.findDeployment(em, site.id, id);
   if (!d) throw deploymentNotFound();
   return d;
 }
@@ -48,11 +48,11 @@ async function findDeploymentOrThrow(em: Em, site: HostingSite, id: string): Pro
  * A new deployment id whose preview address (`<slug>-<short id>`) is no site's own address, so no two sites'
  * addresses ever meet.
  */
-async function newDeploymentId(tx: Em, slug: string): Promise<string> {
+async function newDeploymentId(repository: HostingRepository, tx: Em, slug: string): Promise<string> {
   for (;;) {
     const id = newId('dep');
-    const clash = await tx.count(HostingSite, { slug: `${slug}-${shortId(id)}` });
-    if (clash === 0) return id;
+    const label = `${slug}-${shortId(id)}`;
+    if (!(await repository.slugsInUse(tx, [label])).has(label)) return id;
   }
 }
 
@@ -64,35 +64,21 @@ export async function deploy(ctx: ActorContext, input: TDeployInput): Promise<TD
   const { deps } = ctx;
   const paceMs = deps.config.provisioningDelayMs;
   const builder = deps.config.hosting.builder;
-  const { site, deployment, wake } = await ctx.em.transactional(async (tx) => {
-    const site = await findSiteOrThrow({ em: tx, actor: ctx.actor }, input.id, { lock: true });
+  const repository = repositoryOf(deps);
+  const { site, deployment, wake } = await repository.transaction(ctx.em, async (tx) => {
+    const site = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, { lock: true });
     const now = deps.clock.now();
-    const busy = await tx.count(HostingDeployment, {
-      site: site.id,
-      status: { $in: ['queued', 'building'] },
-    });
-    const deployment = tx.create(HostingDeployment, {
-      id: await newDeploymentId(tx, site.slug),
-      createdAt: now,
-      updatedAt: now,
+    const busy = await repository.countDeployments(tx, site.id, UNFINISHED_STATUSES);
+    const deployment = repository.createDeployment(tx, {
+      id: await newDeploymentId(repository, tx, site.slug),
+      now,
       site,
-      status: 'queued',
       branch: input.branch ?? site.branch,
       // A real build records the head of the branch once fetched (all zeros, git's "no commit", until then).
       commit: input.commit ?? (builder === 'local' ? NO_COMMIT : randomBytes(20).toString('hex')),
       commitPinned: input.commit !== undefined,
       builder,
       message: input.message || null,
-      statusMessage: null,
-      gitRepo: site.gitRepo,
-      framework: site.framework,
-      buildCommand: site.buildCommand,
-      outputDirectory: site.outputDirectory,
-      nodeVersion: site.nodeVersion,
-      buildStep: 0,
-      logSeq: 0,
-      startedAt: null,
-      completedAt: null,
     });
     // An idle site starts a chain; otherwise the running chain reaches this deployment in turn.
     const wake =
@@ -108,18 +94,8 @@ export async function deploy(ctx: ActorContext, input: TDeployInput): Promise<TD
  * deployments) agree even while a build ends.
  */
 function inOneSnapshot<T>(ctx: ActorContext, read: (em: Em) => Promise<T>): Promise<T> {
-  return ctx.em.transactional((tx) => read(tx), {
-    isolationLevel: IsolationLevel.REPEATABLE_READ,
-    readOnly: true,
-  });
+  return repositoryOf(ctx.deps).snapshot(ctx.em, read);
 }
-
-/** A site's deployment list's maintained counts (migration 30, list_counts). */
-const DEPLOYMENT_COUNTS: ListCountSpec = {
-  list: 'hosting_deployments',
-  scope: 'site',
-  dims: [{ key: 'status', values: DEPLOYMENT_STATUSES }],
-};
 
 export async function listDeployments(
   ctx: ActorContext,
@@ -127,11 +103,8 @@ export async function listDeployments(
 ): Promise<TListDeploymentsOutput> {
   const request = pageRequest(input);
   const { site, page } = await inOneSnapshot(ctx, async (em) => {
-    const site = await findSiteOrThrow({ em, actor: ctx.actor }, input.id);
-    const filter = { site: site.id, ...(input.status ? { status: input.status } : {}) };
-    const page = await findPage(em, HostingDeployment, filter, request, {
-      counted: { spec: DEPLOYMENT_COUNTS, filter },
-    });
+    const site = await findSiteOrThrow({ em, actor: ctx.actor, deps: ctx.deps }, input.id);
+    const page = await repositoryOf(ctx.deps).listDeployments(em, site.id, input.status, request);
     return { site, page };
   });
   const domain = ctx.deps.config.sitesDomain;
@@ -147,8 +120,8 @@ export async function getDeployment(
   input: TDeploymentIdInput,
 ): Promise<TDeploymentOutput> {
   const { site, d } = await inOneSnapshot(ctx, async (em) => {
-    const site = await findSiteOrThrow({ em, actor: ctx.actor }, input.id);
-    return { site, d: await findDeploymentOrThrow(em, site, input.deployment_id) };
+    const site = await findSiteOrThrow({ em, actor: ctx.actor, deps: ctx.deps }, input.id);
+    return { site, d: await findDeploymentOrThrow(repositoryOf(ctx.deps), em, site, input.deployment_id) };
   });
   return { success: true, deployment: toDeploymentDto(d, site, ctx.deps.config.sitesDomain) };
 }
@@ -157,13 +130,7 @@ export async function getDeployment(
 function resumeAfter(lastEventId: string | undefined): number | undefined {
   if (lastEventId === undefined || lastEventId.trim() === '') return undefined;
   if (!/^\d{1,10}$/.test(lastEventId.trim())) {
-    throw new AppError(
-      'VALIDATION_ERROR',
-      'Invalid request: Last-Event-ID: must be the `seq` of a log line',
-      {
-        details: [{ path: 'Last-Event-ID', message: 'Must be the `seq` of a log line' }],
-      },
-    );
+    throw validation('Last-Event-ID', 'Must be the `seq` of a log line');
   }
   return Number(lastEventId.trim());
 }
@@ -174,25 +141,18 @@ function resumeAfter(lastEventId: string | undefined): number | undefined {
  */
 export async function getLogs(ctx: ActorContext, input: TLogsInput): Promise<TLogsOutput> {
   const { deps } = ctx;
+  const repository = repositoryOf(deps);
   const site = await findSiteOrThrow(ctx, input.id);
-  const d = await findDeploymentOrThrow(ctx.em, site, input.deployment_id);
-  const status = d.status as DeploymentStatus;
+  const d = await findDeploymentOrThrow(repository, ctx.em, site, input.deployment_id);
+  const status = d.status;
   if (ctx.eventStream) {
     const after = resumeAfter(ctx.eventStream.lastEventId) ?? input.after;
-    const statusOf = async () => {
-      const rows = await deps.db.orm.em
-        .fork()
-        .execute<{ status: DeploymentStatus }[]>(
-          'select "status" from "hosting_deployments" where "id" = ?',
-          [d.id],
-        );
-      return rows[0]?.status ?? null;
-    };
+    const statusOf = () => repository.deploymentStatus(d.id);
     ctx.eventStream.open = (sink) => followLogs(deps, d.id, after, statusOf, sink);
     return { success: true, logs: [], has_more: false, status };
   }
   // Read after the status: a final status means every line is already stored.
-  const lines = await readLogLines(ctx.em, d.id, input.after, input.limit + 1);
+  const lines = await repository.readLogLines(ctx.em, d.id, input.after, input.limit + 1);
   return {
     success: true,
     logs: lines.slice(0, input.limit),
@@ -211,18 +171,15 @@ export async function cancelDeployment(
 ): Promise<TDeploymentOutput> {
   const { deps } = ctx;
   const paceMs = deps.config.provisioningDelayMs;
-  const { site, deployment, event, wake } = await ctx.em.transactional(async (tx) => {
-    const site = await findSiteOrThrow({ em: tx, actor: ctx.actor }, input.id, { lock: true });
-    const d = await findDeploymentOrThrow(tx, site, input.deployment_id);
-    if (d.status !== 'queued' && d.status !== 'building') {
-      throw new AppError(
-        'CONFLICT',
-        `The deployment is ${d.status}: only a queued or building one can be canceled`,
-      );
-    }
+  const repository = repositoryOf(deps);
+  const { site, deployment, event, wake } = await repository.transaction(ctx.em, async (tx) => {
+    const site = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, { lock: true });
+    const d = await findDeploymentOrThrow(repository, tx, site, input.deployment_id);
     const wasBuilding = d.status === 'building';
     const now = deps.clock.now();
-    const lines = await appendLogLines(
+    // Refused (409) unless queued or building, before anything is written (deployment-state.ts).
+    assertCanTransition(d, 'canceled');
+    const lines = await repository.appendLogLines(
       tx,
       d.id,
       d.logSeq,
@@ -250,19 +207,15 @@ export async function cancelDeployment(
 /** An earlier `success` deployment of the site becomes live again, without a build (anything else: 409). */
 export async function rollback(ctx: ActorContext, input: TRollbackInput): Promise<TSiteOutput> {
   const { deps } = ctx;
-  const site = await ctx.em.transactional(async (tx) => {
-    const site = await findSiteOrThrow({ em: tx, actor: ctx.actor }, input.id, {
+  const repository = repositoryOf(deps);
+  const site = await repository.transaction(ctx.em, async (tx) => {
+    const site = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, {
       lock: true,
       withEnvironment: true,
     });
-    const d = await findDeploymentOrThrow(tx, site, input.deployment_id);
-    if (d.status !== 'success') {
-      throw new AppError(
-        'CONFLICT',
-        `The deployment is ${d.status}: only a successful deployment can be made live again`,
-      );
-    }
-    if (site.liveDeploymentId === d.id) throw new AppError('CONFLICT', 'The deployment is already live');
+    const d = await findDeploymentOrThrow(repository, tx, site, input.deployment_id);
+    assertCanGoLive(d);
+    if (site.liveDeploymentId === d.id) throw conflict('The deployment is already live');
     const now = deps.clock.now();
     site.liveDeploymentId = d.id;
     site.liveDeploymentAt = d.completedAt ?? now;

@@ -39,25 +39,13 @@ export async function flushEdgeTraffic(deps: AppDeps): Promise<void> {
   if (c.timer) clearTimeout(c.timer);
   c.timer = undefined;
   if (c.pending.size === 0) return;
-  const rows = [...c.pending.entries()];
-  c.pending.clear();
-  const values: unknown[] = [];
-  for (const [key, v] of rows) {
+  const rows = [...c.pending.entries()].map(([key, v]) => {
     const [siteId, minute] = key.split(' ');
-    values.push(siteId, new Date(Number(minute)), v.requests, v.bytes);
-  }
+    return { siteId: siteId!, minute: new Date(Number(minute)), requests: v.requests, bytes: v.bytes };
+  });
+  c.pending.clear();
   try {
-    // Sites deleted meanwhile are left out (their rows went with them).
-    await deps.db.orm.em.fork().execute(
-      `insert into "hosting_edge_traffic" ("site_id", "minute", "requests", "bytes")
-       select v.site_id, v.minute::timestamptz, v.requests::bigint, v.bytes::bigint
-         from (values ${rows.map(() => '(?, ?, ?, ?)').join(', ')}) as v(site_id, minute, requests, bytes)
-        where exists (select 1 from "hosting_sites" s where s."id" = v.site_id)
-       on conflict ("site_id", "minute") do update
-         set "requests" = "hosting_edge_traffic"."requests" + excluded."requests",
-             "bytes" = "hosting_edge_traffic"."bytes" + excluded."bytes"`,
-      values,
-    );
+    await deps.modules.hosting.repository.addEdgeTraffic(rows);
   } catch (err) {
     deps.log.warn({ err }, 'could not record edge traffic');
   }
@@ -69,12 +57,5 @@ export async function edgeTraffic24h(
   siteId: string,
   now: Date,
 ): Promise<{ requests: number; bytes: number }> {
-  const rows = await deps.db.orm.em
-    .fork()
-    .execute<{ requests: string | number | null; bytes: string | number | null }[]>(
-      `select sum("requests") as "requests", sum("bytes") as "bytes" from "hosting_edge_traffic"
-        where "site_id" = ? and "minute" > ?`,
-      [siteId, new Date(now.getTime() - 86_400_000)],
-    );
-  return { requests: Number(rows[0]?.requests ?? 0), bytes: Number(rows[0]?.bytes ?? 0) };
+  return deps.modules.hosting.repository.edgeTrafficSince(siteId, new Date(now.getTime() - 86_400_000));
 }

@@ -98,30 +98,18 @@ export class Edge {
   }
 
   private async lookUp(host: string): Promise<Route | null> {
-    const em = this.deps.db.orm.em.fork();
+    const repository = this.deps.modules.hosting.repository;
     const suffix = `.${this.deps.config.sitesDomain}`;
-    const live = async (column: 'slug' | 'domain', value: string) => {
-      const rows = await em.execute<{ id: string; live_deployment_id: string | null }[]>(
-        `select "id", "live_deployment_id" from "hosting_sites" where "${column}" = ? limit 1`,
-        [value],
-      );
-      const r = rows[0];
-      return r?.live_deployment_id ? { siteId: r.id, deploymentId: r.live_deployment_id } : null;
-    };
-    if (!host.endsWith(suffix)) return live('domain', host);
+    if (!host.endsWith(suffix)) return repository.liveRoute('domain', host);
     const label = host.slice(0, -suffix.length);
     if (!/^[a-z0-9-]{1,63}$/.test(label)) return null;
     const preview = new RegExp(`^(.+)-([0-9a-z]{${SHORT_ID_LENGTH}})$`).exec(label);
     if (preview) {
       // A preview label is never a site's own (sites.service.ts keeps them apart).
-      const rows = await em.execute<{ id: string; site_id: string }[]>(
-        `select d."id", d."site_id" from "hosting_deployments" d join "hosting_sites" s on s."id" = d."site_id"
-          where s."slug" = ? and left(d."id", ?) = ? and d."status" = 'success' limit 1`,
-        [preview[1], 4 + SHORT_ID_LENGTH, `dep_${preview[2]}`],
-      );
-      if (rows[0]) return { siteId: rows[0].site_id, deploymentId: rows[0].id };
+      const route = await repository.previewRoute(preview[1]!, preview[2]!);
+      if (route) return route;
     }
-    return live('slug', label);
+    return repository.liveRoute('slug', label);
   }
 
   private async manifest(deploymentId: string): Promise<ArtifactManifest | null> {

@@ -25,7 +25,7 @@ export function deploymentUrl(slug: string, deploymentId: string, sitesDomain: s
   return `https://${slug}-${shortId(deploymentId)}.${sitesDomain}`;
 }
 
-/** What the list view needs of a site: the entity, or a row of the list query (hosting.queries.ts). */
+/** What the list view needs of a site: the entity, or a row of the list query (hosting.repository.ts). */
 export interface SiteView {
   id: string;
   name: string;

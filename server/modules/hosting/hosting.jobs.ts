@@ -1,18 +1,15 @@
-import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
-import { recordEvent } from '../../events/record-event.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { defineJob } from '../../kit/jobs.js';
 import type { JobInfo } from '../../jobs/queue.js';
-import { appendLogLines, type LogEvent } from './build-logs.js';
-import type { DeploymentStatus } from './hosting.constants.js';
+import type { LogEvent } from './build-logs.js';
+import { transition, type FinalDeploymentStatus } from './deployment-state.js';
 import type { BuildOutput, BuildSpec, BuildStepResult, HostingDriver } from './hosting.driver.js';
 import { openEnvironment } from './site-environment.js';
 import { deploymentUrl, toDeploymentDto } from './hosting.dto.js';
 import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.events.js';
-import { HostingDeployment } from './hosting-deployment.entity.js';
-import { HostingSite } from './hosting-site.entity.js';
-import { HostingUsageRecord } from './hosting-usage-record.entity.js';
+import type { HostingDeployment } from './hosting-deployment.entity.js';
+import type { HostingSite } from './hosting-site.entity.js';
 import { advanceProcessBuild } from './process-builds.js';
 
 /**
@@ -76,12 +73,9 @@ export async function scheduleBuildStep(
 }
 
 /** The oldest deployment of a site waiting to build. */
-function oldestQueued(em: Em, siteId: string): Promise<HostingDeployment | null> {
-  return em.findOne(
-    HostingDeployment,
-    { site: siteId, status: 'queued' },
-    { orderBy: { createdAt: 'asc', id: 'asc' } },
-  );
+async function oldestQueued(deps: AppDeps, em: Em, siteId: string): Promise<HostingDeployment | null> {
+  const [first] = await deps.modules.hosting.repository.deploymentsIn(em, siteId, ['queued']);
+  return first ?? null;
 }
 
 /**
@@ -94,7 +88,7 @@ export async function startNextBuild(
   site: HostingSite,
   paceMs: number,
 ): Promise<() => void> {
-  if (!(await oldestQueued(tx, site.id))) return () => undefined;
+  if (!(await oldestQueued(deps, tx, site.id))) return () => undefined;
   return scheduleBuildStep(deps, tx, site, { delayMs: paceMs, paceMs });
 }
 
@@ -108,18 +102,16 @@ export function completeDeployment(
   deps: AppDeps,
   site: HostingSite,
   d: HostingDeployment,
-  outcome: Exclude<DeploymentStatus, 'queued' | 'building'>,
+  outcome: FinalDeploymentStatus,
   reason: string | null,
   now: Date,
 ): void {
-  d.status = outcome;
-  d.statusMessage = reason ? reason.slice(0, 500) : null;
-  d.completedAt = now;
-  d.updatedAt = now;
+  const repository = deps.modules.hosting.repository;
+  transition(d, outcome, now, reason);
   if (d.startedAt) {
-    tx.create(HostingUsageRecord, {
+    repository.addUsageRecord(tx, {
       resourceId: d.id,
-      organization: site.organization,
+      organizationId: site.organization.id,
       kind: 'build',
       siteId: site.id,
       startedAt: d.startedAt,
@@ -134,14 +126,25 @@ export function completeDeployment(
     site.updatedAt = now;
   }
   const domain = deps.config.sitesDomain;
-  if (outcome === 'success') {
-    recordEvent(tx, hostingDeploymentSucceeded, toDeploymentDto(d, site, domain), site.organization.id, now);
-  } else if (outcome === 'failed') {
-    recordEvent(tx, hostingDeploymentFailed, toDeploymentDto(d, site, domain), site.organization.id, now);
-  }
+  const event =
+    outcome === 'success'
+      ? hostingDeploymentSucceeded
+      : outcome === 'failed'
+        ? hostingDeploymentFailed
+        : undefined;
+  if (event) repository.recordEvent(tx, event, toDeploymentDto(d, site, domain), site.organization.id, now);
 }
 
-export function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployment): BuildSpec {
+/**
+ * What the builder is told of a deployment. `environment` is the site's variables in clear (site-environment.ts):
+ * given explicitly, since a site row read without them (a lock) has none loaded.
+ */
+export function buildSpecOf(
+  deps: AppDeps,
+  site: HostingSite,
+  d: HostingDeployment,
+  environment: Record<string, string>,
+): BuildSpec {
   return {
     deploymentId: d.id,
     siteId: site.id,
@@ -152,7 +155,7 @@ export function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployme
     buildCommand: d.buildCommand,
     outputDirectory: d.outputDirectory,
     nodeVersion: d.nodeVersion,
-    environmentVariableNames: Object.keys(openEnvironment(deps, site.environmentVariables)),
+    environmentVariableNames: Object.keys(environment),
     url: deploymentUrl(site.slug, d.id, deps.config.sitesDomain),
   };
 }
@@ -160,8 +163,8 @@ export function buildSpecOf(deps: AppDeps, site: HostingSite, d: HostingDeployme
 /** What a committed step leaves to do: hand its lines to followers, wake the next job. */
 type AfterCommit = () => void;
 
-export async function lockSite(tx: Em, siteId: string): Promise<HostingSite | null> {
-  return tx.findOne(HostingSite, siteId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+export function lockSite(deps: AppDeps, tx: Em, siteId: string): Promise<HostingSite | null> {
+  return deps.modules.hosting.repository.lockSite(tx, siteId);
 }
 
 /** Writes `output` and the outcome of a step, and queues what follows. Inside `tx`, under the site's lock. */
@@ -179,12 +182,9 @@ async function applyStep(
 ): Promise<AfterCommit> {
   const driver = deps.modules.hosting.driver;
   const now = deps.clock.now();
-  if (d.status === 'queued') {
-    d.status = 'building';
-    d.startedAt = now;
-  }
+  if (d.status === 'queued') transition(d, 'building', now);
   if (driver.kind !== 'steps') throw new Error('a stepped build needs a stepped builder');
-  const lines = await appendLogLines(tx, d.id, d.logSeq, result.output, now);
+  const lines = await deps.modules.hosting.repository.appendLogLines(tx, d.id, d.logSeq, result.output, now);
   d.logSeq += lines.length;
   d.updatedAt = now;
   const event: LogEvent = { deploymentId: d.id, lines };
@@ -208,11 +208,12 @@ async function applyStep(
 
 /** One job of a site's chain: the next step of its building deployment, or the start of the oldest queued one. */
 export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: JobInfo): Promise<void> {
-  const em = deps.db.orm.em.fork();
-  const site = await em.findOne(HostingSite, data.site_id, { populate: ['environmentVariables'] });
+  const repository = deps.modules.hosting.repository;
+  const em = repository.fork();
+  const site = await repository.siteForBuild(em, data.site_id);
   if (!site || site.buildTicket !== data.ticket) return;
-  const building = await em.findOne(HostingDeployment, { site: site.id, status: 'building' });
-  const current = building ?? (await oldestQueued(em, site.id));
+  const [building] = await repository.deploymentsIn(em, site.id, ['building']);
+  const current = building ?? (await oldestQueued(deps, em, site.id));
   if (!current) return;
   const step = building ? current.buildStep : 0;
   const driver = deps.modules.hosting.driver;
@@ -223,7 +224,10 @@ export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: Job
 
   let result: BuildStepResult;
   try {
-    result = await driver.runStep(step, buildSpecOf(deps, site, current));
+    result = await driver.runStep(
+      step,
+      buildSpecOf(deps, site, current, openEnvironment(deps, site.environmentVariables)),
+    );
   } catch (err) {
     if ((job?.retryCount ?? RETRY_LIMIT) >= RETRY_LIMIT) {
       deps.log.error({ err, deployment: current.id, step }, 'build step failed for good');
@@ -237,22 +241,25 @@ export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: Job
     }
   }
 
-  const after = await em.fork().transactional(async (tx): Promise<AfterCommit | undefined> => {
-    const s = await lockSite(tx, data.site_id);
-    if (!s || s.buildTicket !== data.ticket) return undefined;
-    const d = await tx.findOne(HostingDeployment, { id: current.id, site: s.id });
-    const unchanged =
-      d &&
-      (building ? d.status === 'building' && d.buildStep === step : d.status === 'queued') &&
-      // Starting: nothing else may have started meanwhile.
-      (building || (await tx.count(HostingDeployment, { site: s.id, status: 'building' })) === 0);
-    if (!unchanged) {
-      // The deployment was canceled (or another started) while the step ran: look again at once.
-      const wake = await scheduleBuildStep(deps, tx, s, { delayMs: 0, paceMs: data.pace_ms });
-      return wake;
-    }
-    return applyStep(deps, tx, s, d, step, result, data.pace_ms);
-  });
+  const after = await repository.transaction(
+    repository.fork(),
+    async (tx): Promise<AfterCommit | undefined> => {
+      const s = await lockSite(deps, tx, data.site_id);
+      if (!s || s.buildTicket !== data.ticket) return undefined;
+      const d = await repository.findDeployment(tx, s.id, current.id);
+      const unchanged =
+        d &&
+        (building ? d.status === 'building' && d.buildStep === step : d.status === 'queued') &&
+        // Starting: nothing else may have started meanwhile.
+        (building || (await repository.countDeployments(tx, s.id, ['building'])) === 0);
+      if (!unchanged) {
+        // The deployment was canceled (or another started) while the step ran: look again at once.
+        const wake = await scheduleBuildStep(deps, tx, s, { delayMs: 0, paceMs: data.pace_ms });
+        return wake;
+      }
+      return applyStep(deps, tx, s, d, step, result, data.pace_ms);
+    },
+  );
   after?.();
 }
 
@@ -261,22 +268,18 @@ export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: Job
  * it had reached, and says so in its log.
  */
 export async function resumeBuilds(deps: AppDeps): Promise<number> {
-  const rows = await deps.db.orm.em
-    .fork()
-    .execute<{ site_id: string }[]>(
-      `select distinct "site_id" from "hosting_deployments" where "status" in ('queued', 'building')`,
-    );
+  const { repository, driver } = deps.modules.hosting;
+  const rows = await repository.sitesWithUnfinishedBuilds();
   const paceMs = deps.config.provisioningDelayMs;
-  const driver = deps.modules.hosting.driver;
-  for (const { site_id } of rows) {
-    const after = await deps.db.orm.em.fork().transactional(async (tx) => {
-      const site = await lockSite(tx, site_id);
+  for (const siteId of rows) {
+    const after = await repository.transaction(repository.fork(), async (tx) => {
+      const site = await lockSite(deps, tx, siteId);
       if (!site) return undefined;
-      const building = await tx.findOne(HostingDeployment, { site: site.id, status: 'building' });
+      const [building] = await repository.deploymentsIn(tx, site.id, ['building']);
       let event: LogEvent | undefined;
       if (building && driver.kind === 'steps') {
         const now = deps.clock.now();
-        const lines = await appendLogLines(
+        const lines = await repository.appendLogLines(
           tx,
           building.id,
           building.logSeq,

@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
 import type { Config } from '../../config.js';
 import type { AppDeps } from '../../kit/deps.js';
-import { countedRows } from '../../db/list-counts.js';
 import { defineModule, type ModuleManifest, type RunningWorker } from '../../kit/module.js';
 import { BuildLogHub } from './build-logs.js';
 import { HostingEdgeTraffic } from './hosting-edge-traffic.entity.js';
@@ -23,9 +22,18 @@ import { encryptClearEnvironments } from './site-environment.js';
 import { SimulatedHostingDriver } from './simulated-hosting.driver.js';
 import { LocalHostingDriver } from './local-hosting.driver.js';
 import { DirectoryArtifactStore, type ArtifactStore } from './artifact-store.js';
+import {
+  countSites,
+  HOSTING_TABLES,
+  HOSTING_ORGANIZATION_ROWS,
+  MikroOrmHostingRepository,
+  type HostingRepository,
+} from './hosting.repository.js';
 
 /** What hosting keeps per process (`deps.modules.hosting`). */
 export interface HostingRuntime {
+  /** Every read and write of the module's tables (hosting.repository.ts). */
+  readonly repository: HostingRepository;
   /** The builder (hosting.driver.ts), chosen by `BUILDER`. */
   readonly driver: HostingDriver;
   /** The followers of build logs in this process, and their LISTEN connection (build-logs.ts). */
@@ -79,6 +87,7 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
       config.hosting.artifactMaxBytes,
     );
     return {
+      repository: new MikroOrmHostingRepository(deps.db),
       driver: createDriver(config, artifacts),
       logHub: new BuildLogHub(deps),
       artifacts,
@@ -125,31 +134,15 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
   ],
   events: [hostingDeploymentSucceeded, hostingDeploymentFailed],
   // Deleting a user moves their sites to the user who deleted them (deployments and logs follow their site).
-  ownedResources: [{ table: 'hosting_sites' }],
+  ownedResources: [{ table: HOSTING_TABLES.sites }],
   encryptAtRest: encryptClearEnvironments,
-  organizationRows: {
-    remove: [
-      {
-        table: 'hosting_build_logs',
-        where: `"deployment_id" in (select d."id" from "hosting_deployments" d join "hosting_sites" s on s."id" = d."site_id" where s."organization_id" = ?)`,
-      },
-      {
-        table: 'hosting_edge_traffic',
-        where: `"site_id" in (select "id" from "hosting_sites" where "organization_id" = ?)`,
-      },
-      {
-        table: 'hosting_deployments',
-        where: `"site_id" in (select "id" from "hosting_sites" where "organization_id" = ?)`,
-      },
-      { table: 'hosting_sites' },
-      { table: 'hosting_usage_records' },
-    ],
-  },
+  // Its tables, named from the entities (hosting.repository.ts).
+  organizationRows: HOSTING_ORGANIZATION_ROWS,
   usage: [
     {
       feature: 'hosting_sites',
       // From the list's maintained counts (README, "Lists"), not a count of the rows.
-      count: (em, organizationId) => countedRows(em, 'hosting_sites', organizationId),
+      count: countSites,
     },
   ],
   usageReport: hostingUsageReporter,

@@ -51,10 +51,10 @@ const siteProcedures = router({
           'The site gets its address `https://<slug>.<SITES_DOMAIN>` (slug made from the name, unique) and ' +
           'framework defaults for `build_command` and `output_directory`. Nothing is built until ' +
           '`POST /hosting/sites/{id}/deploy`. Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`.',
-        errorResponses: {
-          402: 'The plan allows no more sites; details name `{resource, limit, current}`',
-          409: '`domain` is already used by another site',
-        },
+      },
+      errors: {
+        PLAN_LIMIT_EXCEEDED: 'The plan allows no more sites; details name `{resource, limit, current}`',
+        CONFLICT: '`domain` is already used by another site',
       },
       successStatus: 201,
       location: '/hosting/sites/{site.id}',
@@ -88,8 +88,8 @@ const siteProcedures = router({
         description:
           'Fields given are changed; the others stay. `environment_variables` replaces the whole set. Changes ' +
           'apply to the next deployment.',
-        errorResponses: { 409: '`domain` is already used by another site' },
       },
+      errors: { CONFLICT: '`domain` is already used by another site' },
     })
     .input(ZUpdateSiteInput)
     .output(ZSiteOutput)
@@ -136,8 +136,8 @@ const siteProcedures = router({
         summary: 'Make an earlier deployment live again',
         description:
           'Without a build. `deployment_id` must be a `success` deployment of this site that is not live.',
-        errorResponses: { 409: 'The deployment is not a success, or is already live' },
       },
+      errors: { CONFLICT: 'The deployment is not a success, or is already live' },
     })
     .input(ZRollbackInput)
     .output(ZSiteOutput)
@@ -203,8 +203,8 @@ const deploymentProcedures = router({
         summary: 'Cancel a deployment',
         description:
           'A `queued` or `building` deployment becomes `canceled`; it writes nothing more and never goes live.',
-        errorResponses: { 409: 'The deployment already succeeded, failed or was canceled' },
       },
+      errors: { CONFLICT: 'The deployment already succeeded, failed or was canceled' },
     })
     .input(ZCancelDeploymentInput)
     .output(ZDeploymentOutput)

@@ -1,5 +1,6 @@
 import type { Em } from '../../db/orm.js';
 import type { UsagePeriod, UsageReporter } from '../../kit/usage.js';
+import { usageRows } from './hosting.repository.js';
 import { trafficBetween } from './hosting.simulation.js';
 
 /**
@@ -27,23 +28,7 @@ export const hostingUsageReporter: UsageReporter = {
     const until = new Date(Math.min(period.end.getTime(), now.getTime()));
     const window = { start: period.start, end: until };
 
-    const sites = await em.execute<
-      { id: string; created_at: Date | string; live_since: Date | string | null }[]
-    >(`select "id", "created_at", "live_since" from "hosting_sites" where "organization_id" = ?`, [
-      organizationId,
-    ]);
-    const records = await em.execute<
-      { kind: 'build' | 'site'; site_id: string; started_at: Date | string; ended_at: Date | string }[]
-    >(
-      `select "kind", "site_id", "started_at", "ended_at" from "hosting_usage_records"
-        where "organization_id" = ? and "ended_at" > ? and "started_at" < ?`,
-      [organizationId, window.start, window.end],
-    );
-    const running = await em.execute<{ started_at: Date | string }[]>(
-      `select d."started_at" from "hosting_deployments" d join "hosting_sites" s on s."id" = d."site_id"
-        where s."organization_id" = ? and d."status" = 'building' and d."started_at" is not null`,
-      [organizationId],
-    );
+    const { sites, records, running } = await usageRows(em, organizationId, window);
 
     let buildMs = 0;
     let bytes = 0;

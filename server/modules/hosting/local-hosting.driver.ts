@@ -180,6 +180,15 @@ export class LocalHostingDriver implements ProcessHostingDriver {
       // No network in the sandbox: npm answers from what the repository brings instead of retrying for minutes.
       ...(o.sandbox === 'bwrap' ? { npm_config_offline: 'true' } : {}),
     };
+    const names = spec.environmentVariableNames;
+    if (names.length > 0) {
+      io.output([
+        out(
+          `Injecting ${names.length} environment variable${names.length === 1 ? '' : 's'}: ` +
+            (names.length > 10 ? `${names.slice(0, 10).join(', ')}, …` : names.join(', ')),
+        ),
+      ]);
+    }
     const pkg = await lstat(join(src, 'package.json')).catch(() => undefined);
     if (pkg?.isFile()) {
       const lock = await lstat(join(src, 'package-lock.json')).catch(() => undefined);

@@ -1,9 +1,10 @@
 import type { Em } from '../../db/orm.js';
 import { edgeRoutesChanged } from './edge.js';
 import type { AppDeps } from '../../kit/deps.js';
-import { appendLogLines, type LogEvent } from './build-logs.js';
+import type { LogEvent } from './build-logs.js';
+import { transition } from './deployment-state.js';
 import type { BuildOutput, ProcessBuildResult, ProcessHostingDriver } from './hosting.driver.js';
-import { HostingDeployment } from './hosting-deployment.entity.js';
+import type { HostingDeployment } from './hosting-deployment.entity.js';
 import { openEnvironment } from './site-environment.js';
 import type { HostingSite } from './hosting-site.entity.js';
 import {
@@ -56,8 +57,9 @@ export function runningBuildCount(deps: AppDeps): number {
 
 /** Queues the chain's next look in `delayMs`, if the chain is still the site's. */
 async function lookAgain(deps: AppDeps, data: BuildJobData, delayMs: number): Promise<void> {
-  const wake = await deps.db.orm.em.fork().transactional(async (tx) => {
-    const s = await lockSite(tx, data.site_id);
+  const { repository } = deps.modules.hosting;
+  const wake = await repository.transaction(repository.fork(), async (tx) => {
+    const s = await lockSite(deps, tx, data.site_id);
     if (!s || s.buildTicket !== data.ticket) return undefined;
     return scheduleBuildStep(deps, tx, s, { delayMs, paceMs: data.pace_ms });
   });
@@ -74,7 +76,13 @@ async function failBuilding(
   paceMs: number,
 ): Promise<() => void> {
   const now = deps.clock.now();
-  const lines = await appendLogLines(tx, d.id, d.logSeq, [{ stream: 'stderr', message: reason }], now);
+  const lines = await deps.modules.hosting.repository.appendLogLines(
+    tx,
+    d.id,
+    d.logSeq,
+    [{ stream: 'stderr', message: reason }],
+    now,
+  );
   d.logSeq += lines.length;
   completeDeployment(tx, deps, site, d, 'failed', reason, now);
   const event: LogEvent = { deploymentId: d.id, lines, status: 'failed' };
@@ -95,6 +103,7 @@ export async function advanceProcessBuild(
   driver: ProcessHostingDriver,
 ): Promise<void> {
   const local = running(deps);
+  const { repository } = deps.modules.hosting;
   if (current.status === 'building') {
     if (local.has(current.id)) return;
     const age = deps.clock.now().getTime() - current.updatedAt.getTime();
@@ -102,11 +111,11 @@ export async function advanceProcessBuild(
       await lookAgain(deps, data, STALE_MS - age + 100);
       return;
     }
-    const after = await deps.db.orm.em.fork().transactional(async (tx) => {
-      const s = await lockSite(tx, data.site_id);
+    const after = await repository.transaction(repository.fork(), async (tx) => {
+      const s = await lockSite(deps, tx, data.site_id);
       if (!s || s.buildTicket !== data.ticket) return undefined;
-      const d = await tx.findOne(HostingDeployment, { id: current.id, site: s.id, status: 'building' });
-      if (!d || d.updatedAt.getTime() !== current.updatedAt.getTime()) {
+      const d = await repository.findDeployment(tx, s.id, current.id);
+      if (d?.status !== 'building' || d.updatedAt.getTime() !== current.updatedAt.getTime()) {
         return scheduleBuildStep(deps, tx, s, { delayMs: 0, paceMs: data.pace_ms });
       }
       return failBuilding(deps, tx, s, d, INTERRUPTED, data.pace_ms);
@@ -118,23 +127,19 @@ export async function advanceProcessBuild(
     await lookAgain(deps, data, BUSY_RETRY_MS);
     return;
   }
-  const started = await deps.db.orm.em.fork().transactional(async (tx) => {
-    const s = await lockSite(tx, data.site_id);
+  const started = await repository.transaction(repository.fork(), async (tx) => {
+    // With its variables: the build gets them, and their names (buildSpecOf).
+    const s = await repository.lockSite(tx, data.site_id, { withEnvironment: true });
     if (!s || s.buildTicket !== data.ticket) return undefined;
-    const d = await tx.findOne(HostingDeployment, { id: current.id, site: s.id, status: 'queued' });
-    const busy = await tx.count(HostingDeployment, { site: s.id, status: 'building' });
-    if (!d || busy > 0) return undefined;
+    const d = await repository.findDeployment(tx, s.id, current.id);
+    const busy = await repository.countDeployments(tx, s.id, ['building']);
+    if (d?.status !== 'queued' || busy > 0) return undefined;
     const now = deps.clock.now();
-    d.status = 'building';
-    d.startedAt = now;
-    d.updatedAt = now;
+    transition(d, 'building', now);
     d.builder = 'local';
-    return {
-      spec: buildSpecOf(deps, s, d),
-      // Stored encrypted (site-environment.ts): the build gets them in clear, and its log masks their values.
-      environment: openEnvironment(deps, site.environmentVariables),
-      pinned: d.commitPinned,
-    };
+    // Stored encrypted (site-environment.ts): the build gets them in clear, and its log masks their values.
+    const environment = openEnvironment(deps, s.environmentVariables);
+    return { spec: buildSpecOf(deps, s, d, environment), environment, pinned: d.commitPinned };
   });
   if (!started) {
     await lookAgain(deps, data, 0);
@@ -179,13 +184,14 @@ function logWriter(
     const sha = commit;
     commit = undefined;
     lastWrite = Date.now();
-    const result = await deps.db.orm.em.fork().transactional(async (tx) => {
+    const { repository } = deps.modules.hosting;
+    const result = await repository.transaction(repository.fork(), async (tx) => {
       // The site's lock, as every writer of a deployment's log takes it (the numbering of lines depends on it).
-      const s = await lockSite(tx, siteId);
-      const d = s && (await tx.findOne(HostingDeployment, { id: deploymentId, site: s.id }));
+      const s = await lockSite(deps, tx, siteId);
+      const d = s && (await repository.findDeployment(tx, s.id, deploymentId));
       if (!d || d.status !== 'building') return undefined;
       const now = deps.clock.now();
-      const written = await appendLogLines(tx, d.id, d.logSeq, lines, now);
+      const written = await repository.appendLogLines(tx, d.id, d.logSeq, lines, now);
       d.logSeq += written.length;
       d.updatedAt = now;
       if (sha) d.commit = sha;
@@ -249,11 +255,11 @@ async function runInBackground(
     await writer.flush();
     writer.stop();
     const shutdown = controller.signal.reason === 'shutdown';
-    const after = await deps.db.orm.em.fork().transactional(async (tx) => {
-      const s = await lockSite(tx, data.site_id);
-      const d =
-        s && (await tx.findOne(HostingDeployment, { id: deploymentId, site: s.id, status: 'building' }));
-      if (!s || !d) return undefined;
+    const { repository } = deps.modules.hosting;
+    const after = await repository.transaction(repository.fork(), async (tx) => {
+      const s = await lockSite(deps, tx, data.site_id);
+      const d = s && (await repository.findDeployment(tx, s.id, deploymentId));
+      if (!s || d?.status !== 'building') return undefined;
       if (shutdown) return failBuilding(deps, tx, s, d, INTERRUPTED, data.pace_ms);
       const now = deps.clock.now();
       completeDeployment(

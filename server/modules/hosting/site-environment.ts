@@ -31,21 +31,12 @@ export function openEnvironment(
  * read (an update by another process meanwhile wins). Returns how many sites were encrypted.
  */
 export async function encryptClearEnvironments(deps: AppDeps): Promise<number> {
-  const em = deps.db.orm.em.fork();
-  const rows = await em.execute<{ id: string; vars: string }[]>(
-    `select "id", "environment_variables"::text as "vars" from "hosting_sites"
-      where json_typeof("environment_variables") = 'object'`,
-  );
+  const repository = deps.modules.hosting.repository;
   let changed = 0;
-  for (const row of rows) {
-    const vars = JSON.parse(row.vars) as Record<string, string>;
-    const updated = await em.execute<{ id: string }[]>(
-      `update "hosting_sites" set "environment_variables" = ?::json
-        where "id" = ? and "environment_variables"::text = ?
-       returning "id"`,
-      [JSON.stringify(sealEnvironment(deps, vars)), row.id, row.vars],
-    );
-    changed += updated.length;
+  for (const row of await repository.clearEnvironments()) {
+    const vars = JSON.parse(row.stored) as Record<string, string>;
+    if (await repository.replaceClearEnvironment(row.id, row.stored, sealEnvironment(deps, vars)))
+      changed += 1;
   }
   return changed;
 }

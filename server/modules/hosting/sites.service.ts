@@ -1,12 +1,9 @@
-import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { pageFields, pageRequest } from '../../lib/pagination.js';
-import { lockOwner } from '../../access/owned-resources.js';
-import { actsOnWholeOrganization, ownedBy, ownedListFilter } from '../../access/scope.js';
-import { User } from '../../access/user.entity.js';
+import { actsOnWholeOrganization } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
-import { assertWithinPlan } from '../../kit/plan-limit.js';
-import { AppError } from '../../lib/errors.js';
+import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
 import { resolveGitTarget } from './git-fetch.js';
@@ -21,10 +18,9 @@ import {
 } from './hosting.constants.js';
 import { toSiteDetailDto, toSiteDto } from './hosting.dto.js';
 import { openEnvironment, sealEnvironment } from './site-environment.js';
-import { HostingDeployment } from './hosting-deployment.entity.js';
-import { HostingSite } from './hosting-site.entity.js';
-import { HostingUsageRecord } from './hosting-usage-record.entity.js';
-import { findSitePage } from './hosting.queries.js';
+import { UNFINISHED_STATUSES } from './deployment-state.js';
+import type { HostingSite } from './hosting-site.entity.js';
+import type { HostingRepository, SiteListFilter } from './hosting.repository.js';
 import type {
   TCreateSiteInput,
   TDeleteSiteOutput,
@@ -35,39 +31,29 @@ import type {
   TUpdateSiteInput,
 } from './hosting.schema.js';
 
-export function siteNotFound(): AppError {
-  return new AppError('NOT_FOUND', 'Site not found');
+const siteNotFound = () => notFound('Site');
+
+/** The module's data access (hosting.repository.ts), as the module's `create` built it for this process. */
+export function repositoryOf(deps: AppDeps): HostingRepository {
+  return deps.modules.hosting.repository;
 }
 
 /**
  * The caller's site `id` (another organization's, or for a member another user's, is not found), with its
- * environment variables loaded; locked for update inside a transaction when `lock` is set.
+ * environment variables loaded when `withEnvironment` is set; locked for update inside a transaction when `lock` is.
  */
 export async function findSiteOrThrow(
-  ctx: { em: Em; actor: ActorContext['actor'] },
+  ctx: { em: Em; actor: ActorContext['actor']; deps: AppDeps },
   id: string,
   opts: { lock?: boolean; withEnvironment?: boolean } = {},
 ): Promise<HostingSite> {
   if (!isId('site', id)) throw siteNotFound();
-  const site = await ctx.em.findOne(
-    HostingSite,
-    { id, ...ownedBy(ctx.actor) },
-    {
-      ...(opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}),
-      ...(opts.withEnvironment ? { populate: ['environmentVariables'] as never } : {}),
-    },
-  );
+  const site = await repositoryOf(ctx.deps).findSite(ctx.em, ctx.actor, id, opts);
   if (!site) throw siteNotFound();
   return site;
 }
 
 // ---------- rules that need more than the schema ----------
-
-function invalid(path: string, problem: string): AppError {
-  return new AppError('VALIDATION_ERROR', `Invalid request: ${path}: ${problem}`, {
-    details: [{ path, message: problem }],
-  });
-}
 
 /**
  * `git_repo`: `https://`, no credentials, and a host that is not and does not resolve to an internal address: the
@@ -78,10 +64,10 @@ function invalid(path: string, problem: string): AppError {
 export async function assertGitRepo(deps: AppDeps, url: string): Promise<void> {
   const policy = { allowPrivate: deps.config.webhook.allowPrivateTargets };
   const check = await checkTargetUrl(url, policy);
-  if (!check.ok) throw invalid('git_repo', check.reason);
+  if (!check.ok) throw validation('git_repo', check.reason);
   if (check.url.protocol !== 'https:') {
     const target = policy.allowPrivate ? await resolveGitTarget(url, policy) : undefined;
-    if (!target?.ok) throw invalid('git_repo', 'must use https://');
+    if (!target?.ok) throw validation('git_repo', 'must use https://');
   }
 }
 
@@ -89,23 +75,24 @@ export async function assertGitRepo(deps: AppDeps, url: string): Promise<void> {
 function assertDomainAllowed(deps: AppDeps, domain: string): void {
   const own = deps.config.sitesDomain;
   if (domain === own || domain.endsWith(`.${own}`)) {
-    throw invalid('domain', `addresses under ${own} are given to sites by the platform (see \`url\`)`);
+    throw validation('domain', `addresses under ${own} are given to sites by the platform (see \`url\`)`);
   }
 }
 
-function domainTaken(domain: string): AppError {
-  return new AppError('CONFLICT', `The domain ${domain} is already used by another site`, {
-    details: [{ path: 'domain', message: 'Already used by another site' }],
-  });
+function domainTaken(domain: string) {
+  return conflict(`The domain ${domain} is already used by another site`, [
+    { path: 'domain', message: 'Already used by another site' },
+  ]);
 }
 
 /** The domain is free across every organization (the unique index settles a race; see `withDomainConflict`). */
-async function assertDomainFree(tx: Em, domain: string, exceptSiteId?: string): Promise<void> {
-  const taken = await tx.count(HostingSite, {
-    domain,
-    ...(exceptSiteId ? { id: { $ne: exceptSiteId } } : {}),
-  });
-  if (taken > 0) throw domainTaken(domain);
+async function assertDomainFree(
+  repository: HostingRepository,
+  tx: Em,
+  domain: string,
+  exceptSiteId?: string,
+): Promise<void> {
+  if (await repository.domainTaken(tx, domain, exceptSiteId)) throw domainTaken(domain);
 }
 
 /**
@@ -150,15 +137,9 @@ export function slugify(name: string): string {
 const PREVIEW_LABEL = new RegExp(`^(.+)-([a-z0-9]{${SHORT_ID_LENGTH}})$`);
 
 /** True when `label` is the preview address of an existing deployment (`<slug>-<short id>`). */
-export async function isPreviewLabel(tx: Em, label: string): Promise<boolean> {
+async function isPreviewLabel(repository: HostingRepository, tx: Em, label: string): Promise<boolean> {
   const m = PREVIEW_LABEL.exec(label);
-  if (!m) return false;
-  const rows = await tx.execute<{ n: number }[]>(
-    `select 1 as n from "hosting_deployments" d join "hosting_sites" s on s."id" = d."site_id"
-      where s."slug" = ? and d."id" like ? limit 1`,
-    [m[1], `dep_${m[2]}%`],
-  );
-  return rows.length > 0;
+  return m ? repository.previewInUse(tx, m[1]!, m[2]!) : false;
 }
 
 /**
@@ -166,21 +147,17 @@ export async function isPreviewLabel(tx: Em, label: string): Promise<boolean> {
  * the same base queue on a transaction-scoped advisory lock, so two organizations naming a site alike at the same
  * moment get different addresses instead of a conflict.
  */
-async function uniqueSlug(tx: Em, base: string): Promise<string> {
-  await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`hosting-slug:${base}`]);
+async function uniqueSlug(repository: HostingRepository, tx: Em, base: string): Promise<string> {
+  await repository.lockSlugBase(tx, base);
   for (let start = 1; ; start += 50) {
     const candidates = Array.from({ length: 50 }, (_, i) => {
       const n = start + i;
       const suffix = n === 1 ? '' : `-${n}`;
       return base.slice(0, LIMITS.slugLength - suffix.length).replace(/-+$/, '') + suffix;
     });
-    const rows = await tx.execute<{ slug: string }[]>(
-      `select "slug" from "hosting_sites" where "slug" in (${candidates.map(() => '?').join(', ')})`,
-      candidates,
-    );
-    const taken = new Set(rows.map((r) => r.slug));
+    const taken = await repository.slugsInUse(tx, candidates);
     for (const candidate of candidates) {
-      if (!taken.has(candidate) && !(await isPreviewLabel(tx, candidate))) return candidate;
+      if (!taken.has(candidate) && !(await isPreviewLabel(repository, tx, candidate))) return candidate;
     }
   }
 }
@@ -190,13 +167,18 @@ async function uniqueSlug(tx: Em, base: string): Promise<string> {
 export async function listSites(ctx: ActorContext, input: TListSitesInput): Promise<TListSitesOutput> {
   const { actor } = ctx;
   // Owners and admins see the organization's sites (or one user's); members their own.
-  const where: Record<string, unknown> = actsOnWholeOrganization(actor)
-    ? { organization: actor.organizationId, ...(input.user_id ? { user: input.user_id } : {}) }
-    : ownedListFilter(actor, { userId: input.user_id });
-  if (input.status) where.status = input.status;
-  if (input.framework) where.framework = input.framework;
+  const whole = actsOnWholeOrganization(actor);
+  const wanted = input.user_id ?? (whole ? undefined : actor.userId);
+  const filter: SiteListFilter = {
+    organizationId: actor.organizationId,
+    ...(wanted ? { userId: wanted } : {}),
+    // A member naming anyone but themselves gets an empty list (access/scope.ts, ownedListFilter).
+    ...(!whole && wanted !== actor.userId ? { userId: actor.userId, none: true } : {}),
+    ...(input.status ? { status: input.status } : {}),
+    ...(input.framework ? { framework: input.framework } : {}),
+  };
   const request = pageRequest(input);
-  const found = await findSitePage(ctx.em, ctx.deps.db, where, request);
+  const found = await repositoryOf(ctx.deps).listSites(ctx.em, filter, request);
   const domain = ctx.deps.config.sitesDomain;
   return {
     success: true,
@@ -229,20 +211,19 @@ export async function createSite(ctx: ActorContext, input: TCreateSiteInput): Pr
   if (domain) assertDomainAllowed(deps, domain);
   await assertGitRepo(deps, input.git_repo);
   const defaults = FRAMEWORK_DEFAULTS[input.framework];
+  const repository = repositoryOf(deps);
 
   const site = await withDomainConflict(domain, () =>
-    ctx.em.transactional(async (tx) => {
+    repository.transaction(ctx.em, async (tx) => {
       const now = deps.clock.now();
-      await lockOwner(tx, actor.userId);
-      await assertWithinPlan(tx, deps, actor.organizationId, 'hosting_sites');
-      if (domain) await assertDomainFree(tx, domain);
-      const slug = await uniqueSlug(tx, slugify(input.name));
-      return tx.create(HostingSite, {
+      await repository.assertCanCreateSite(tx, deps, actor);
+      if (domain) await assertDomainFree(repository, tx, domain);
+      const slug = await uniqueSlug(repository, tx, slugify(input.name));
+      return repository.createSite(tx, {
         id: newId('site'),
-        createdAt: now,
-        updatedAt: now,
-        organization: actor.organizationId,
-        user: tx.getReference(User, actor.userId),
+        now,
+        organizationId: actor.organizationId,
+        userId: actor.userId,
         name: input.name,
         slug,
         domain,
@@ -253,13 +234,6 @@ export async function createSite(ctx: ActorContext, input: TCreateSiteInput): Pr
         outputDirectory: input.output_directory ?? defaults.outputDirectory,
         nodeVersion: input.node_version ?? DEFAULT_NODE_VERSION,
         environmentVariables: sealEnvironment(deps, input.environment_variables ?? {}),
-        status: 'active',
-        sslEnabled: true,
-        liveDeploymentId: null,
-        liveDeploymentAt: null,
-        previewDeploymentId: null,
-        liveSince: null,
-        buildTicket: 0,
       });
     }),
   );
@@ -273,15 +247,16 @@ export async function updateSite(ctx: ActorContext, input: TUpdateSiteInput): Pr
   const { deps } = ctx;
   if (input.domain) assertDomainAllowed(deps, input.domain);
   if (input.git_repo !== undefined) await assertGitRepo(deps, input.git_repo);
+  const repository = repositoryOf(deps);
   const site = await withDomainConflict(input.domain, () =>
-    ctx.em.transactional(async (tx) => {
-      const s = await findSiteOrThrow({ em: tx, actor: ctx.actor }, input.id, {
+    repository.transaction(ctx.em, async (tx) => {
+      const s = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, {
         lock: true,
         withEnvironment: true,
       });
       const now = deps.clock.now();
       if (input.domain !== undefined && input.domain !== s.domain) {
-        if (input.domain) await assertDomainFree(tx, input.domain, s.id);
+        if (input.domain) await assertDomainFree(repository, tx, input.domain, s.id);
         s.domain = input.domain;
       }
       if (input.name !== undefined) s.name = input.name;
@@ -308,18 +283,20 @@ export async function updateSite(ctx: ActorContext, input: TUpdateSiteInput): Pr
 /**
  * Deletes a site with its deployments and logs; its custom domain is free again at once. Builds in progress stop
  * (their followers get `end` with `canceled`); the time the site served and its builds ran stays in the usage report.
+ * Its artifacts leave the store, with the contents no other deployment uses (artifact-store.ts).
  */
 export async function deleteSite(ctx: ActorContext, input: TSiteIdInput): Promise<TDeleteSiteOutput> {
   const { deps } = ctx;
-  const { site, unfinished } = await ctx.em.transactional(async (tx) => {
-    const s = await findSiteOrThrow({ em: tx, actor: ctx.actor }, input.id, { lock: true });
+  const { repository, logHub } = deps.modules.hosting;
+  const { site, unfinished, deployments } = await repository.transaction(ctx.em, async (tx) => {
+    const s = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, { lock: true });
     const now = deps.clock.now();
-    const pending = await tx.find(HostingDeployment, { site: s.id, status: { $in: ['queued', 'building'] } });
+    const pending = await repository.deploymentsIn(tx, s.id, UNFINISHED_STATUSES);
     for (const d of pending) {
       if (!d.startedAt) continue;
-      tx.create(HostingUsageRecord, {
+      repository.addUsageRecord(tx, {
         resourceId: d.id,
-        organization: s.organization,
+        organizationId: s.organization.id,
         kind: 'build',
         siteId: s.id,
         startedAt: d.startedAt,
@@ -327,24 +304,37 @@ export async function deleteSite(ctx: ActorContext, input: TSiteIdInput): Promis
       });
     }
     if (s.liveSince) {
-      tx.create(HostingUsageRecord, {
+      repository.addUsageRecord(tx, {
         resourceId: s.id,
-        organization: s.organization,
+        organizationId: s.organization.id,
         kind: 'site',
         siteId: s.id,
         startedAt: s.liveSince,
         endedAt: now,
       });
     }
-    const hub = deps.modules.hosting.logHub;
-    for (const d of pending) await hub.announce(tx, { deploymentId: d.id, lines: [], status: 'canceled' });
-    // The deployments and their logs go with it (foreign keys `on delete cascade`).
-    tx.remove(s);
-    return { site: s, unfinished: pending.map((d) => d.id) };
+    for (const d of pending) await logHub.announce(tx, { deploymentId: d.id, lines: [], status: 'canceled' });
+    const deployments = await repository.deploymentIds(tx, s.id);
+    repository.removeSite(tx, s);
+    return { site: s, unfinished: pending.map((d) => d.id), deployments };
   });
-  for (const id of unfinished)
-    deps.modules.hosting.logHub.publish({ deploymentId: id, lines: [], status: 'canceled' });
+  for (const id of unfinished) logHub.publish({ deploymentId: id, lines: [], status: 'canceled' });
   // No longer served, at once in this process (others within a second, edge.ts).
   edgeRoutesChanged(deps);
+  await removeArtifacts(deps, deployments);
   return { success: true, message: 'Site deleted', id: site.id, domain: site.domain ?? null };
+}
+
+/**
+ * The artifacts of deployments that are gone leave the store, then the contents no remaining artifact uses. A
+ * failure is logged, not answered: the site is deleted, and the next deletion collects what was left.
+ */
+async function removeArtifacts(deps: AppDeps, deploymentIds: readonly string[]): Promise<void> {
+  const store = deps.modules.hosting.artifacts;
+  try {
+    for (const id of deploymentIds) await store.remove(id);
+    if (deploymentIds.length > 0) await store.collectGarbage();
+  } catch (err) {
+    deps.log.warn({ err }, 'could not remove the artifacts of a deleted site');
+  }
 }

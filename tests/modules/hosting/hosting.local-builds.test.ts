@@ -1,7 +1,14 @@
 import { expect } from 'chai';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import nodeHttp from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { bubblewrapAvailable } from '../../../server/modules/hosting/build-process.js';
@@ -100,10 +107,14 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     v2 = commitFiles(repo, siteFiles('version two'), 'v2');
     gitServer = await startGitServer(root);
     repoUrl = gitServer.url('web');
-    dataDir = mkdtempSync(join(tmpdir(), 'hosting-data-'));
+    // Where DATA_DIR is by default (./data), not under /tmp: the sandbox's private /tmp would hide it anyway.
+    dataDir = mkdtempSync(join(process.cwd(), '.data-test-hosting-'));
     artifactsDir = join(dataDir, 'artifacts');
     // A secret file of the API, as the generated JWT secret is kept (mode 0600).
     writeFileSync(join(dataDir, 'jwt-secret'), 'data-dir-secret-value-0123456789\n', { mode: 0o600 });
+    // And one any local user could read, in a data directory open to all: only the sandbox keeps the build from
+    // them (file permissions alone would stop a build running as nobody, and prove nothing about the sandbox).
+    writeFileSync(join(dataDir, 'readable-secret'), 'readable-secret-value-0123456789\n', { mode: 0o644 });
     // On PostgreSQL, a database of its own: no other test server (with the simulated builder) may take its build jobs.
     scratch = await ownPostgresDatabase('hosting_local_builds');
     s = await startTestServer({
@@ -117,6 +128,8 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
         BUILD_TIMEOUT: '20s',
       },
     });
+    // Opened after the start (which may close it to its owner): see the secret files above.
+    chmodSync(dataDir, 0o755);
     port = edgePort(s.deps)!;
     expect(port).to.be.a('number');
   });
@@ -125,6 +138,7 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     await s?.close();
     await gitServer?.close();
     await scratch?.drop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('builds the branch head, streams the real log live, and serves the site by Host (live, preview, custom domain)', async () => {
@@ -150,7 +164,8 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
       (l) => l.message === 'a warning on stderr',
     );
     expect(warning?.stream).to.equal('stderr');
-    // The variable reached the build; its value never reaches the log.
+    // The variable reached the build, named in the log; its value never reaches the log.
+    expect(messages).to.include('Injecting 1 environment variable: API_TOKEN');
     expect(messages).to.include('token is ****');
     expect(JSON.stringify(lines)).not.to.include('tok-secret-4242');
     expect((await logsOf(s.baseUrl, owner.token, site.id, d.id)).logs).to.deep.equal(lines);
@@ -262,6 +277,10 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     ).to.equal(200);
     expect((await edgeGet(port, host)).status).to.equal(404);
     expect((await edgeGet(port, new URL(done.url).host)).status).to.equal(404);
+    // Its artifacts left the store (the contents no other artifact uses follow: hosting.services.unit.test.ts).
+    for (const id of [first.id, pinned.id, feature.id]) {
+      expect(existsSync(join(artifactsDir, 'manifests', `${id}.json`)), id).to.equal(false);
+    }
   });
 
   it('fails a build with the reason: exit status, missing output directory, no index.html, unknown commit', async () => {
@@ -324,13 +343,13 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     expect(
       (await waitForDeployment(s.baseUrl, other.token, otherSite.id, od.id, undefined, 90_000)).status,
     ).to.equal('success');
-    const secretFile = join(dataDir, 'jwt-secret');
     const manifest = join(artifactsDir, 'manifests', `${od.id}.json`);
     expect(readFileSync(manifest, 'utf8')).to.include('index.html');
     const jwtSecret = s.deps.config.jwtSecret!;
     // Each attempt prints LEAK and the build fails when any of them succeeds.
     const probe = [
-      `if cat ${secretFile} 2>/dev/null; then echo LEAK data-dir; exit 1; fi`,
+      // Both secret files of the data directory (the glob matches nothing where the directory is hidden).
+      `if cat ${dataDir}/*secret* 2>/dev/null | grep -q .; then echo LEAK data-dir; exit 1; fi`,
       `if cat ${manifest} 2>/dev/null; then echo LEAK artifacts; exit 1; fi`,
       `if ls ${artifactsDir}/objects 2>/dev/null | grep -q .; then echo LEAK objects; exit 1; fi`,
       `if cat /proc/${process.pid}/environ 2>/dev/null | grep -q JWT; then echo LEAK environ; exit 1; fi`,
@@ -353,6 +372,7 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     expect(text).to.include('probes done');
     expect(text).not.to.include(jwtSecret);
     expect(text).not.to.include('data-dir-secret-value');
+    expect(text).not.to.include('readable-secret-value');
   });
 
   it('a build over BUILD_TIMEOUT is killed and fails saying so', async () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { EventSink, StreamEvent } from '../../../server/lib/event-stream.js';
-import { appendLogLines, followLogs } from '../../../server/modules/hosting/build-logs.js';
+import { followLogs } from '../../../server/modules/hosting/build-logs.js';
 import { HostingUsageRecord } from '../../../server/modules/hosting/hosting-usage-record.entity.js';
 import { domainProblem } from '../../../server/modules/hosting/hosting.schema.js';
 import {
@@ -274,7 +274,7 @@ describe('Hosting: rules and simulation', () => {
       await until(() => logs().length === n);
       // Two more lines are committed, but only the second is announced (as announcements may overtake).
       const extra = await em.transactional((tx) =>
-        appendLogLines(
+        s.deps.modules.hosting.repository.appendLogLines(
           tx,
           d.id,
           n,
