@@ -13,6 +13,9 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     DATA_DIR: process.env.TEST_DATA_DIR ?? '.data-test',
     DATABASE_URL: process.env.DATABASE_URL,
     JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789',
+    // One at-rest key for every test server, whatever its DATA_DIR: a server started on the run's database with
+    // another key would refuse to start (docs/security.md, "Rotating the at-rest key").
+    TWO_FACTOR_KEY: 'test-at-rest-key-test-at-rest-key-0123456789',
     BCRYPT_COST: '4',
     PROVISIONING_DELAY_MS: '200',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',

@@ -127,6 +127,7 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
   // Deleting a user moves their sites to the user who deleted them (deployments and logs follow their site).
   ownedResources: [{ table: 'hosting_sites' }],
   encryptAtRest: encryptClearEnvironments,
+  atRest: [{ table: 'hosting_sites', column: 'environment_variables', key: 'twoFactor', json: true }],
   organizationRows: {
     remove: [
       {

@@ -29,8 +29,8 @@ describe('one address across organizations (invitations, sign-in, reset)', funct
     await scratch?.drop();
   });
 
-  const query = <T extends object>(sql: string, params: unknown[] = []) =>
-    s.deps.db.orm.em.fork().execute<T[]>(sql, params);
+  const query = <T extends object[]>(sql: string, params: unknown[] = []) =>
+    s.deps.db.orm.em.fork().execute<T>(sql, params);
 
   async function invite(by: TestUser, email: string) {
     return http(s.baseUrl, 'POST', '/v1/users', {
