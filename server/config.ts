@@ -64,6 +64,10 @@ const ZEnv = z.object({
     .string()
     .refine((s) => Buffer.byteLength(s, 'utf8') >= 32, 'TWO_FACTOR_KEY must be at least 32 bytes')
     .optional(),
+  TWO_FACTOR_KEY_PREVIOUS: z
+    .string()
+    .refine((s) => Buffer.byteLength(s, 'utf8') >= 32, 'TWO_FACTOR_KEY_PREVIOUS must be at least 32 bytes')
+    .optional(),
   OWNER_EMAIL: z.email('OWNER_EMAIL must be an email address').optional(),
   OWNER_PASSWORD: z
     .string()
@@ -280,6 +284,11 @@ export interface Config {
    * DATA_DIR at start.
    */
   twoFactorKey: string | undefined;
+  /**
+   * The at-rest key being rotated out (docs/security.md, "Rotating the at-rest key"): still accepted for decryption;
+   * what it encrypted is re-encrypted under the current key at start.
+   */
+  twoFactorKeyPrevious: string | undefined;
   owner: { email: string; password: string; name: string; organizationName: string } | undefined;
   signupEnabled: boolean;
   publicBaseUrl: string;
@@ -370,6 +379,7 @@ type Env = z.infer<typeof ZEnv>;
 const SECRET_KEYS = new Set([
   'JWT_SECRET',
   'TWO_FACTOR_KEY',
+  'TWO_FACTOR_KEY_PREVIOUS',
   'OWNER_PASSWORD',
   'DATABASE_URL',
   'REDIS_URL',
@@ -465,6 +475,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (isProduction && !cleaned.MAIL_URL)
     problems.push('MAIL_URL is required when NODE_ENV=production (an smtp:// or smtps:// URL)');
   if (cleaned.MAIL_URL && !cleaned.MAIL_FROM) problems.push('MAIL_FROM is required with MAIL_URL');
+  if (cleaned.TWO_FACTOR_KEY_PREVIOUS && cleaned.TWO_FACTOR_KEY_PREVIOUS === cleaned.TWO_FACTOR_KEY)
+    problems.push(
+      'TWO_FACTOR_KEY_PREVIOUS must differ from TWO_FACTOR_KEY (it is the key being rotated out)',
+    );
   if (Boolean(cleaned.OWNER_EMAIL) !== Boolean(cleaned.OWNER_PASSWORD))
     problems.push('OWNER_EMAIL and OWNER_PASSWORD must be set together');
   if (Boolean(cleaned.TLS_CERT_FILE) !== Boolean(cleaned.TLS_KEY_FILE))
@@ -486,6 +500,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: v.DATA_DIR,
     jwtSecret: v.JWT_SECRET,
     twoFactorKey: v.TWO_FACTOR_KEY,
+    twoFactorKeyPrevious: v.TWO_FACTOR_KEY_PREVIOUS,
     owner:
       v.OWNER_EMAIL && v.OWNER_PASSWORD
         ? {

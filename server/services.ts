@@ -1,4 +1,3 @@
-import { hkdfSync } from 'node:crypto';
 import { resolve } from 'node:path';
 import pino from 'pino';
 import { ApiUsage, BURST_WINDOW_SECONDS } from './access/api-usage.js';
@@ -10,6 +9,7 @@ import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
 import { auditSubscriber } from './events/audit.js';
 import { createJobQueue } from './jobs/queue.js';
+import { atRestKeyRings, reencryptAtRest } from './kit/at-rest.js';
 import type { AppDeps, Logger } from './kit/deps.js';
 import { buildRegistry } from './kit/registry.js';
 import {
@@ -49,16 +49,15 @@ export function createLogger(config: Config): Logger {
 }
 
 /**
- * The keys that encrypt data at rest (README, "Two-factor sign-in" and "Idempotency"), one per purpose, derived from
- * TWO_FACTOR_KEY; without it, in production from JWT_SECRET (every process has it), elsewhere from a secret
- * generated once into DATA_DIR.
+ * The keys that encrypt data at rest (docs/security.md, "Encryption at rest"), one ring per purpose, derived from
+ * TWO_FACTOR_KEY (and TWO_FACTOR_KEY_PREVIOUS during a rotation); without it, in production from JWT_SECRET (every
+ * process has it), elsewhere from a secret generated once into DATA_DIR.
  */
 function dataKeys(config: Config, jwtSecret: string): AppDeps['keys'] {
   const secret =
     config.twoFactorKey ??
     (config.isProduction ? jwtSecret : resolveGeneratedSecret('two-factor-key', undefined, config.dataDir));
-  const derive = (purpose: string) => Buffer.from(hkdfSync('sha256', secret, '', purpose, 32));
-  return { twoFactor: derive('two-factor secrets'), idempotency: derive('idempotency records') };
+  return atRestKeyRings(secret, config.twoFactorKeyPrevious);
 }
 
 /**
@@ -117,7 +116,16 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     runtime: new ProcessRuntime(),
   };
   await createModuleRuntimes(deps, opts.modules);
-  await encryptClearSecrets(deps);
+  try {
+    await encryptClearSecrets(deps);
+    await reencryptUnderCurrentKey(deps);
+  } catch (err) {
+    // Nothing runs yet: close what is open, so that the start fails cleanly (a wrong at-rest key, docs/security.md).
+    await db.close().catch(() => undefined);
+    await passwords.close().catch(() => undefined);
+    await shared?.close().catch(() => undefined);
+    throw err;
+  }
   defineModuleJobs(deps);
   if (opts.startJobs !== false) {
     await jobs.start();
@@ -137,6 +145,25 @@ async function encryptClearSecrets(deps: AppDeps): Promise<void> {
     if (!m.encryptAtRest) continue;
     const n = await m.encryptAtRest(deps);
     if (n > 0) deps.log.info({ module: m.name, rows: n }, 'encrypted secrets stored in clear');
+  }
+}
+
+/**
+ * Values encrypted under the previous at-rest key, or before key ids, are re-encrypted under the current key at
+ * start, before any worker runs (docs/security.md, "Rotating the at-rest key"); a value no configured key opens fails
+ * the start.
+ */
+async function reencryptUnderCurrentKey(deps: AppDeps): Promise<void> {
+  const counts = await reencryptAtRest(
+    deps,
+    modules.flatMap((m) => m.atRest ?? []),
+  );
+  const rows = Object.values(counts).reduce((a, b) => a + b, 0);
+  if (rows > 0) deps.log.info({ rows: counts }, 'at-rest values re-encrypted under the current key');
+  if (deps.config.twoFactorKeyPrevious !== undefined) {
+    deps.log.info(
+      'at-rest values are under the current key; remove TWO_FACTOR_KEY_PREVIOUS once every process runs with it',
+    );
   }
 }
 

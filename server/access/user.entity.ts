@@ -30,12 +30,26 @@ export const UserSchema = defineEntity({
         'create index "users_organization_list_index" on "users" ("organization_id", "created_at" desc, "id" desc) where "deleted_at" is null',
     },
   ],
-  uniques: [{ name: 'users_email_unique', properties: ['email'], where: { deletedAt: null } }],
+  uniques: [
+    // One user per (organization, email), and one sign-in account per email across the platform: invited rows are
+    // left out, so a pending invitation reserves nothing outside its organization (migration 20261127000010).
+    {
+      name: 'users_organization_email_unique',
+      expression:
+        'create unique index "users_organization_email_unique" on "users" ("organization_id", "email") where "deleted_at" is null',
+    },
+    {
+      name: 'users_account_email_unique',
+      expression:
+        'create unique index "users_account_email_unique" on "users" ("email") where "deleted_at" is null and "status" <> \'invited\'',
+    },
+  ],
   properties: {
     organization: () => p.manyToOne(Organization),
     /**
-     * Lower-cased; unique across the platform among users not deleted (a partial unique index, migration 10),
-     * because login is by email alone. A deleted user's email can be invited again.
+     * Lower-cased. Unique in the organization among users not deleted; unique across the platform among sign-in
+     * accounts (status other than `invited`), because login is by email alone. A deleted user's email can be
+     * invited again.
      */
     email: p.string().length(320),
     name: p.string().length(200),
@@ -77,4 +91,12 @@ export function createUserEntity(em: EntityManager, data: NewUserData): User {
     deletedAt: null,
     ...data,
   });
+}
+
+/**
+ * The filter of the one sign-in account of an address: not deleted and not `invited` (an invitation may be pending
+ * in several organizations for an address that has an account in none, or in another one).
+ */
+export function signInAccountOf(email: string) {
+  return { email, deletedAt: null, status: { $ne: 'invited' as const } };
 }

@@ -52,6 +52,15 @@ const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.ge
  */
 export const coreModule = defineModule({
   name: 'core',
+  // The answers kept for idempotent replays (docs/security.md, "Encryption at rest").
+  atRest: [
+    {
+      table: 'idempotency_records',
+      column: 'body',
+      key: 'idempotency',
+      rowKey: ['organization_id', 'caller_id', 'key'],
+    },
+  ],
   entities: [
     BaseSchema,
     Organization,

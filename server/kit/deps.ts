@@ -1,4 +1,5 @@
 import type { Logger as PinoLogger } from 'pino';
+import type { KeyRing } from '../lib/crypto.js';
 import type { Actor } from '../access/actor.js';
 import type { ApiUsage } from '../access/api-usage.js';
 import type { AuthEndpointLimits } from '../access/auth-endpoint-limits.js';
@@ -39,7 +40,7 @@ export interface AppDeps {
    * Keys for data encrypted at rest (32 bytes each): two-factor secrets, and the answers kept for idempotent
    * replays (which may show a secret once).
    */
-  keys: { twoFactor: Buffer; idempotency: Buffer };
+  keys: { twoFactor: KeyRing; idempotency: KeyRing };
   /**
    * What each module built for this process with its manifest's `create` (drivers, hubs, workers), by module name:
    * `deps.modules.hosting.driver`. Filled at start, before jobs and workers run (server/services.ts).

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { AnyEventDefinition } from '../events/define-event.js';
 import type { OutboxHandler } from '../events/outbox.js';
 import type { Em } from '../db/orm.js';
+import type { AtRestColumn } from './at-rest.js';
 import type { AppDeps } from './deps.js';
 import type { AnyModuleJob } from './jobs.js';
 import type { UsageCounter, UsageReporter } from './usage.js';
@@ -169,6 +170,11 @@ export interface ModuleManifest<Name extends string = string, Runtime = unknown>
    * none are left.
    */
   encryptAtRest?: (deps: AppDeps) => Promise<number>;
+  /**
+   * The columns holding values encrypted at rest (lib/crypto.ts `encryptSecret`): re-encrypted under the current key
+   * at every start, after `encryptAtRest` (docs/security.md, "Rotating the at-rest key").
+   */
+  atRest?: readonly AtRestColumn[];
 }
 
 export function defineModule<const M extends ModuleManifest>(manifest: M): M {

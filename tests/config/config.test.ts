@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { ConfigError, loadConfig, DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS } from '../../server/config.js';
+import { TEST_AT_REST_KEY } from '../support/env.js';
 
 function problemsOf(env: Record<string, string | undefined>): string[] {
   try {
@@ -322,7 +323,9 @@ describe('configuration (README, "Configuration")', () => {
       const dir = mkdtempSync(join(tmpdir(), 'main-'));
       try {
         const env: Record<string, string> = { PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'info' };
-        if (process.env.DATABASE_URL) env.DATABASE_URL = process.env.DATABASE_URL;
+        // On the run's database: the suite's at-rest key, which opens what the other tests stored there.
+        if (process.env.DATABASE_URL)
+          Object.assign(env, { DATABASE_URL: process.env.DATABASE_URL, TWO_FACTOR_KEY: TEST_AT_REST_KEY });
         const res = await runMain(env, {
           until: /server listening/,
           then: (pid) => process.kill(pid, 'SIGTERM'),

@@ -20,7 +20,7 @@ describe('the data directory (DATA_DIR)', function () {
   it('is created 0700 with the embedded database inside, and generated secrets are 0600', async () => {
     const dataDir = join(root, 'fresh');
     const s = await startTestServer({
-      env: { DATA_DIR: dataDir, JWT_SECRET: undefined, DATABASE_URL: undefined },
+      env: { DATA_DIR: dataDir, JWT_SECRET: undefined, TWO_FACTOR_KEY: undefined, DATABASE_URL: undefined },
       pgliteDataDir: join(dataDir, 'pglite'),
     });
     try {
@@ -39,7 +39,10 @@ describe('the data directory (DATA_DIR)', function () {
     chmodSync(dataDir, 0o755);
     writeFileSync(join(dataDir, 'jwt-secret'), `${'x'.repeat(48)}\n`, { mode: 0o644 });
     chmodSync(join(dataDir, 'jwt-secret'), 0o644);
-    const s = await startTestServer({ env: { DATA_DIR: dataDir, JWT_SECRET: undefined } });
+    // Its own (embedded) database: data of the run's database is under the suite's at-rest key, not a generated one.
+    const s = await startTestServer({
+      env: { DATA_DIR: dataDir, JWT_SECRET: undefined, TWO_FACTOR_KEY: undefined, DATABASE_URL: undefined },
+    });
     try {
       expect(mode(dataDir).toString(8)).to.equal('700');
       expect(mode(join(dataDir, 'jwt-secret')).toString(8)).to.equal('600');

@@ -9,7 +9,7 @@ import { sharedServer, type TestServer } from '../support/server.js';
 import { logsOf, newDeployment, newSite, waitForDeployment } from '../modules/hosting/hosting-helpers.js';
 import { startReceiver, verifyWithThirdPartyLibraries, type Receiver } from '../modules/webhooks/receiver.js';
 
-const CIPHERTEXT = /^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]+$/;
+const CIPHERTEXT = /^v2\.[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]+$/;
 
 /**
  * Webhook secrets and site environment variables are stored encrypted with the at-rest key (docs/security.md,

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
+import { TEST_AT_REST_KEY } from '../support/env.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -59,6 +60,8 @@ describe('server process: SIGTERM', function () {
         DATA_DIR: join(dir, 'data'),
         ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
         JWT_SECRET: randomBytes(32).toString('hex'),
+        // On the run's database: the suite's at-rest key, which opens what the other tests stored there.
+        TWO_FACTOR_KEY: TEST_AT_REST_KEY,
         // Registration hashes the password: at cost 12 the request stays in flight long enough to be caught.
         BCRYPT_COST: '12',
         LOG_LEVEL: 'debug',

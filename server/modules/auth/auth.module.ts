@@ -14,6 +14,11 @@ export const authModule = defineModule({
   name: 'auth',
   router: authRouter,
   entities: [TwoFactorCredential, RecoveryCode, LoginChallenge, PasswordResetToken],
+  // TOTP secrets, confirmed and pending (docs/security.md, "Encryption at rest").
+  atRest: [
+    { table: 'two_factor_credentials', column: 'secret', key: 'twoFactor' },
+    { table: 'two_factor_credentials', column: 'pending_secret', key: 'twoFactor' },
+  ],
   migrations: [
     { name: 'Migration20261124000010_two_factor', class: Migration20261124000010_two_factor },
     {

@@ -1,6 +1,6 @@
 import { Organization } from '../../access/organization.entity.js';
 import { LoginSession, RefreshToken } from '../../access/session.entity.js';
-import { createUserEntity, User } from '../../access/user.entity.js';
+import { createUserEntity, signInAccountOf, User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
@@ -40,11 +40,10 @@ export async function login(ctx: RequestContext, input: TLoginInput): Promise<TL
   const key = throttleKey(email, ctx.ip);
   await assertNotThrottled(ctx, key);
 
-  const user = await ctx.em.findOne(
-    User,
-    { email, deletedAt: null },
-    { populate: ['passwordHash', 'organization'] },
-  );
+  // The address's sign-in account: its invitations pending in other organizations are not accounts.
+  const user = await ctx.em.findOne(User, signInAccountOf(email), {
+    populate: ['passwordHash', 'organization'],
+  });
   // bcrypt runs outside any transaction, and also for unknown emails so that timing does not tell them apart.
   const ok = user?.passwordHash
     ? await ctx.deps.passwords.compare(input.password, user.passwordHash)
@@ -129,7 +128,8 @@ export async function createOrganizationWithOwner(
   const passwordHash = await deps.passwords.hash(input.password);
   const now = deps.clock.now();
   return em.transactional(async (tx) => {
-    const existing = await tx.count(User, { email, deletedAt: null });
+    // A pending invitation elsewhere does not reserve the address; a sign-in account does (one per address).
+    const existing = await tx.count(User, signInAccountOf(email));
     if (existing > 0) throw conflict('A user with this email already exists');
     const org = tx.create(Organization, {
       id: newId('org'),
@@ -181,7 +181,7 @@ export async function bootstrapOwner(deps: AppDeps): Promise<void> {
   const owner = deps.config.owner;
   if (!owner) return;
   const em = deps.db.orm.em.fork();
-  if ((await em.count(User, { email: owner.email, deletedAt: null })) > 0) return;
+  if ((await em.count(User, signInAccountOf(owner.email))) > 0) return;
   try {
     await createOrganizationWithOwner(deps, em, owner);
     deps.log.info({ email: owner.email }, 'created owner account from OWNER_EMAIL');

@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import { loadUserDetail } from '../../access/user.dto.js';
-import { User } from '../../access/user.entity.js';
+import { signInAccountOf, User } from '../../access/user.entity.js';
 import { userUpdated } from '../../access/user.events.js';
 import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
@@ -70,7 +70,8 @@ export async function changePassword(ctx: ActorContext, input: TChangePasswordIn
  */
 export async function requestPasswordReset(ctx: RequestContext, input: TRequestPasswordResetInput) {
   const email = input.email.toLowerCase();
-  const user = await ctx.em.findOne(User, { email, deletedAt: null }, { populate: ['organization'] });
+  // The address's sign-in account only: an invitation pending in some organization is not one.
+  const user = await ctx.em.findOne(User, signInAccountOf(email), { populate: ['organization'] });
   // In the audit log of the account asked for; an unknown address is recorded nowhere (as failed logins).
   if (user && !user.organization.deletedAt) noteAuditActor(auditActor(user));
   await ctx.em.transactional(async (tx) => {

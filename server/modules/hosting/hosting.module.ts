@@ -136,6 +136,7 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
   // Deleting a user moves their sites to the user who deleted them (deployments and logs follow their site).
   ownedResources: [{ table: HOSTING_TABLES.sites }],
   encryptAtRest: encryptClearEnvironments,
+  atRest: [{ table: HOSTING_TABLES.sites, column: 'environment_variables', key: 'twoFactor', json: true }],
   // Its tables, named from the entities (hosting.repository.ts).
   organizationRows: HOSTING_ORGANIZATION_ROWS,
   usage: [

@@ -45,9 +45,10 @@ export const usersRouter = router({
           'Owner and admin (`users:write`). Creates the user with status `invited` and an invitation valid for 7 ' +
           'days: sent by mail, or returned as `invitation_url` with `send_invitation: false`. Only the owner may ' +
           'invite an admin. The user starts with the role’s default permissions plus `permissions`. An email ' +
-          'already used by a user of any organization → 409 `CONFLICT`.',
+          'already used by a user of this organization → 409 `CONFLICT`; the answer does not depend on other ' +
+          'organizations (an address has one sign-in account: accepting tells its holder).',
       },
-      errors: { CONFLICT: 'A user with this email already exists' },
+      errors: { CONFLICT: 'A user with this email already exists in this organization' },
       successStatus: 201,
       location: '/users/{user.id}',
     })
@@ -149,11 +150,15 @@ export const usersRouter = router({
         summary: 'Accept an invitation: set the password and activate the account',
         description:
           'Takes the `token` of the invitation link. The token works once and expires 7 days after the ' +
-          'invitation; an unknown, used or expired token → 401 `INVALID_CREDENTIALS`. Then sign in with ' +
-          '`POST /auth/login`.',
+          'invitation; an unknown, used or expired token → 401 `INVALID_CREDENTIALS`. An address has one ' +
+          'sign-in account across the platform: when the invited address already has one in another ' +
+          'organization → 409 `CONFLICT` and the invitation stays pending. Then sign in with `POST /auth/login`.',
         protect: false,
       },
-      errors: { INVALID_CREDENTIALS: 'Unknown, already used or expired invitation token' },
+      errors: {
+        INVALID_CREDENTIALS: 'Unknown, already used or expired invitation token',
+        CONFLICT: 'The address already has a sign-in account in another organization',
+      },
     })
     .input(ZAcceptInvitationInput)
     .output(ZAcceptInvitationOutput)

@@ -1,4 +1,4 @@
-import { LockMode } from '@mikro-orm/core';
+import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { ListCountSpec } from '../../db/list-counts.js';
 import { pageFields, pageRequest } from '../../lib/pagination.js';
 import { revokeApiKeysOf, type Actor } from '../../access/actor.js';
@@ -12,7 +12,14 @@ import {
   type Permission,
 } from '../../access/permissions.js';
 import { LoginSession } from '../../access/session.entity.js';
-import { createUserEntity, ROLES, User, USER_STATUSES, type Role } from '../../access/user.entity.js';
+import {
+  createUserEntity,
+  ROLES,
+  signInAccountOf,
+  User,
+  USER_STATUSES,
+  type Role,
+} from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
 import { recordEvent } from '../../events/record-event.js';
@@ -41,6 +48,20 @@ export const INVITATION_TTL_MS = 7 * 86_400_000;
 
 const USER_NOT_FOUND = () => notFound('User');
 const INVALID_INVITATION = () => invalidCredentials('Invalid, expired or already used invitation token');
+const ACCOUNT_ELSEWHERE = () =>
+  conflict(
+    'This email address already has an account in another organization, and an address has one account: sign in ' +
+      'with it, or ask the organization that invited you to invite another address',
+  );
+
+/** A unique index refused the write (SQLSTATE 23505), whichever class the error reached us as. */
+function isUniqueViolation(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const x = e as Error & { code?: unknown };
+    if (e instanceof UniqueConstraintViolationException || x.code === '23505') return true;
+  }
+  return false;
+}
 
 /**
  * Loads a user the caller may see, or NOT_FOUND: users of the caller's organization that are not deleted; for a
@@ -155,8 +176,11 @@ export async function createUser(ctx: ActorContext, input: TCreateUserInput) {
   assertCanGrant(actor, [], permissions);
 
   const { user, token, detail } = await ctx.em.transactional(async (em) => {
-    if ((await em.count(User, { email: input.email, deletedAt: null })) > 0) {
-      throw conflict('A user with this email already exists');
+    // Only this organization's users are looked at: whether the address is known elsewhere is never told (the
+    // answer is the same either way); accepting then says so to whoever holds the mailed token.
+    const here = { email: input.email, organization: actor.organizationId, deletedAt: null };
+    if ((await em.count(User, here)) > 0) {
+      throw conflict('A user with this email already exists in this organization');
     }
     const u = createUserEntity(em, {
       id: newId('usr'),
@@ -360,7 +384,13 @@ export async function acceptInvitation(ctx: RequestContext, input: TAcceptInvita
 
   // bcrypt runs before the transaction: never hold one open across it.
   const passwordHash = await ctx.deps.passwords.hash(input.password);
-  const user = await ctx.em.transactional(async (em) => {
+  const activate = ctx.em.transactional(async (em) => {
+    // One sign-in account per address (docs/users-and-permissions.md, "Invitations"): the invitation stays pending.
+    const elsewhere = await em.count(User, {
+      ...signInAccountOf(invitation.user.email),
+      id: { $ne: invitation.user.id },
+    });
+    if (elsewhere > 0) throw ACCOUNT_ELSEWHERE();
     // Claim the token atomically: of two concurrent uses exactly one wins.
     const claimed = await em.nativeUpdate(
       UserInvitation,
@@ -379,6 +409,10 @@ export async function acceptInvitation(ctx: RequestContext, input: TAcceptInvita
     noteAuditActor({ type: 'user', id: u.id, email: u.email, organizationId: u.organization.id });
     recordEvent(em, userUpdated, await userDetail(ctx.deps, em, u, now), u.organization.id, now);
     return u;
+  });
+  // Two invitations of one address accepted at the same moment: the unique index lets one through.
+  const user = await activate.catch((err: unknown) => {
+    throw isUniqueViolation(err) ? ACCOUNT_ELSEWHERE() : err;
   });
   return {
     success: true as const,

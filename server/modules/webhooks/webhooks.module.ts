@@ -62,6 +62,10 @@ export const webhooksModule: ModuleManifest<'webhooks', WebhooksRuntime> = defin
     },
   },
   encryptAtRest: encryptClearWebhookSecrets,
+  atRest: [
+    { table: 'webhooks', column: 'secret', key: 'twoFactor' },
+    { table: 'webhooks', column: 'previous_secret', key: 'twoFactor' },
+  ],
   organizationRows: {
     remove: [{ table: 'webhook_deliveries' }, { table: 'webhooks' }],
     // The events the deletion caused (vpn.disconnected, the final invoice) still reach the organization's
