@@ -38,7 +38,7 @@ function permissionPatch(grant: string[], revoke: string[]): PermissionPatch {
       (patch[resource] ??= {})[level] = value;
     }
   }
-  return patch as PermissionPatch;
+  return patch;
 }
 
 const userFields = (u: User) =>
