@@ -98,15 +98,14 @@ describe('cloud CLI: api-keys and organization (a subprocess against a live serv
       expectFailure(
         await ci.run(['vpn', 'create', 'more', '--location', 'eu-west']),
         3,
-        new RegExp(
-          `^error: This action requires the vpn:write permission \\[FORBIDDEN, ${REQUEST}\\]; ` +
-            'the API key in CLOUD_API_KEY does not allow this',
-        ),
+        new RegExp(`^error: This action requires the vpn:write permission \\[FORBIDDEN, ${REQUEST}\\]$`),
+        /^hint: the API key in CLOUD_API_KEY does not allow this/,
       );
       expectFailure(
         await ci.run(['api-keys', 'list']),
         3,
-        /^error: This operation cannot be called with an API key \[FORBIDDEN, .+\]; the API key in CLOUD_API_KEY cannot do this/,
+        /^error: This operation cannot be called with an API key \[FORBIDDEN, .+\]$/,
+        /^hint: the API key in CLOUD_API_KEY cannot do this/,
       );
 
       // Not on a terminal: revoke needs --yes, and without it nothing changes.

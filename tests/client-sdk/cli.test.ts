@@ -109,7 +109,8 @@ describe('cloud CLI (a subprocess against a live server)', function () {
       expectFailure(
         await term.run(['whoami']),
         3,
-        /^error: This operation cannot be called with an API key \[FORBIDDEN, request req_[a-z0-9]+\]; the API key in CLOUD_API_KEY cannot do this: unset CLOUD_API_KEY to use your `cloud login`$/,
+        /^error: This operation cannot be called with an API key \[FORBIDDEN, request req_[a-z0-9]+\]$/,
+        /^hint: the API key in CLOUD_API_KEY cannot do this: unset CLOUD_API_KEY to use your `cloud login`$/,
       );
       const bad = await term.run(['whoami'], { env: { CLOUD_API_KEY: 'not-a-key' } });
       expectFailure(bad, 3, /^error: .+ \[UNAUTHORIZED, request req_[a-z0-9]+\]$/);
