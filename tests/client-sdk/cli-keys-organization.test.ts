@@ -98,13 +98,13 @@ describe('cloud CLI: api-keys and organization (a subprocess against a live serv
       expectFailure(
         await ci.run(['vpn', 'create', 'more', '--location', 'eu-west']),
         3,
-        new RegExp(`^error: This action requires the vpn:write permission \\[FORBIDDEN, ${REQUEST}\\]$`),
+        new RegExp(`^error: This action requires the vpn:write permission: .+ \\[FORBIDDEN, ${REQUEST}\\]$`),
         /^hint: the API key in CLOUD_API_KEY does not allow this/,
       );
       expectFailure(
         await ci.run(['api-keys', 'list']),
         3,
-        /^error: This operation cannot be called with an API key \[FORBIDDEN, .+\]$/,
+        /^error: This operation cannot be called with an API key: .+ \[FORBIDDEN, .+\]$/,
         /^hint: the API key in CLOUD_API_KEY cannot do this/,
       );
 
@@ -126,7 +126,9 @@ describe('cloud CLI: api-keys and organization (a subprocess against a live serv
       expectFailure(
         await term.run(['api-keys', 'show', keyId]),
         4,
-        new RegExp(`^error: API key not found \\[NOT_FOUND, ${REQUEST}\\]$`),
+        new RegExp(
+          `^error: API key not found: check the id, or list them with GET /v1/api-keys \\[NOT_FOUND, ${REQUEST}\\]$`,
+        ),
       );
       expect(json(expectOk(await term.run(['api-keys', 'list', '--json']))).total).to.equal(1);
     });
@@ -204,7 +206,7 @@ describe('cloud CLI: api-keys and organization (a subprocess against a live serv
           input: 'wrong-password\n',
         }),
         3,
-        new RegExp(`^error: Invalid password \\[INVALID_CREDENTIALS, ${REQUEST}\\]$`),
+        new RegExp(`^error: Invalid password: .+ \\[INVALID_CREDENTIALS, ${REQUEST}\\]$`),
       );
       const transferred = json(
         expectOk(

@@ -33,7 +33,11 @@ import type {
   TRegisterInput,
 } from './auth.schema.js';
 
-const INVALID_REFRESH = () => new AppError('INVALID_CREDENTIALS', 'Invalid or expired refresh token');
+const INVALID_REFRESH = () =>
+  new AppError(
+    'INVALID_CREDENTIALS',
+    'Invalid or expired refresh token: log in again with POST /v1/auth/login',
+  );
 
 export async function login(ctx: RequestContext, input: TLoginInput): Promise<TLoginOrChallengeOutput> {
   const email = input.email.toLowerCase();
@@ -130,7 +134,8 @@ export async function createOrganizationWithOwner(
   const now = deps.clock.now();
   return em.transactional(async (tx) => {
     const existing = await tx.count(User, { email, deletedAt: null });
-    if (existing > 0) throw conflict('A user with this email already exists');
+    if (existing > 0)
+      throw conflict('A user with this email already exists: log in with POST /v1/auth/login instead');
     const org = tx.create(Organization, {
       id: newId('org'),
       name: input.organizationName,

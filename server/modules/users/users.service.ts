@@ -40,7 +40,10 @@ import type {
 export const INVITATION_TTL_MS = 7 * 86_400_000;
 
 const USER_NOT_FOUND = () => notFound('User');
-const INVALID_INVITATION = () => invalidCredentials('Invalid, expired or already used invitation token');
+const INVALID_INVITATION = () =>
+  invalidCredentials(
+    'Invalid, expired or already used invitation token: ask an admin of the organization for a new invitation',
+  );
 
 /**
  * Loads a user the caller may see, or NOT_FOUND: users of the caller's organization that are not deleted; for a
@@ -156,7 +159,7 @@ export async function createUser(ctx: ActorContext, input: TCreateUserInput) {
 
   const { user, token, detail } = await ctx.em.transactional(async (em) => {
     if ((await em.count(User, { email: input.email, deletedAt: null })) > 0) {
-      throw conflict('A user with this email already exists');
+      throw conflict('A user with this email already exists: find them with GET /v1/users');
     }
     const u = createUserEntity(em, {
       id: newId('usr'),
