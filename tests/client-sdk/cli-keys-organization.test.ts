@@ -246,8 +246,9 @@ describe('cloud CLI: api-keys and organization (a subprocess against a live serv
         }),
         2,
         new RegExp(
-          `^error: Invalid request: confirm: Must be the organization’s exact name \\(confirm: .+\\) \\[VALIDATION_ERROR, ${REQUEST}\\]$`,
+          `^error: Invalid request: confirm: Must be the organization’s exact name \\[VALIDATION_ERROR, ${REQUEST}\\]$`,
         ),
+        /^hint: see the accepted values: `cloud organization delete --help`$/,
       );
       expect(json(expectOk(await newOwner.run(['organization', 'show', '--json']))).organization.id).to.equal(
         owner.organizationId,
