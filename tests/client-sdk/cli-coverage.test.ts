@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { expect } from 'chai';
 import { commandSpec, walkCommands } from '../../client-sdk/src/cli/command-group.js';
 import { buildProgram } from '../../client-sdk/src/cli/program.js';
@@ -66,5 +68,13 @@ describe('cloud CLI: it covers the API', () => {
       command.outputHelp();
       expect(help, `cloud ${path.join(' ')} --help`).to.match(/\nExamples?:\n {2}\$ .*cloud /);
     }
+  });
+
+  it('docs/cli.md lists every command', () => {
+    const guide = readFileSync(resolve(import.meta.dirname, '../../docs/cli.md'), 'utf8');
+    const missing = commands
+      .map(({ path }) => `cloud ${path.join(' ')}`)
+      .filter((words) => !new RegExp(`\\| \`${words}[ \`]`).test(guide));
+    expect(missing, 'commands missing from the tables of docs/cli.md').to.deep.equal([]);
   });
 });
