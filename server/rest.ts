@@ -325,7 +325,8 @@ class EventStreams {
                 event: 'error',
                 data: {
                   code: 'UNAUTHORIZED',
-                  message: 'Access ended: the token, key or user is no longer valid',
+                  message:
+                    'Access ended: the token, key or user is no longer valid; log in again with POST /v1/auth/login',
                 },
               });
               end();

@@ -1,5 +1,5 @@
 import type { Database, Em } from '../db/orm.js';
-import { AppError } from '../lib/errors.js';
+import { invalidAccessToken, invalidApiKey, unauthorized } from '../lib/errors.js';
 import type { PlanId } from '../lib/plans.js';
 import { sha256Hex } from '../lib/crypto.js';
 import { effectivePermissions, type Permission } from './permissions.js';
@@ -28,8 +28,7 @@ export interface Actor {
 
 /** Verifies a bearer token (signature, algorithm, issuer, audience, expiry). No database access. */
 export function verifyBearer(tokens: TokenService, bearer: string | undefined, now: Date): AccessClaims {
-  if (!bearer)
-    throw new AppError('UNAUTHORIZED', 'Authentication required: send Authorization: Bearer <token>');
+  if (!bearer) throw unauthorized();
   return tokens.verify(bearer, now);
 }
 
@@ -101,7 +100,9 @@ export async function loadActorForClaims(db: Database, claims: AccessClaims, now
     row.status !== 'active' ||
     row.organization_id !== claims.org
   ) {
-    throw new AppError('UNAUTHORIZED', 'Access token is no longer valid');
+    throw invalidAccessToken(
+      'Access token is no longer valid (signed out, or the user was suspended or removed)',
+    );
   }
   const permissions = Array.isArray(row.permissions) ? row.permissions : [];
   return {
@@ -197,18 +198,18 @@ export interface ApiKeyActor extends Actor {
  */
 export async function loadActorForApiKey(db: Database, secret: string, now: Date): Promise<ApiKeyActor> {
   // Only the shape a key has is looked up: anything else is refused without a query.
-  if (!API_KEY_SHAPE.test(secret)) throw new AppError('UNAUTHORIZED', 'Invalid or revoked API key');
+  if (!API_KEY_SHAPE.test(secret)) throw invalidApiKey();
   const [row] = await db.preparedQuery<ApiKeyActorRow>('load_api_key_actor', API_KEY_ACTOR_SQL, [
     now,
     hashApiKeySecret(secret),
   ]);
   if (!row || !row.key_live || row.deleted || row.status !== 'active') {
-    throw new AppError('UNAUTHORIZED', 'Invalid or revoked API key');
+    throw invalidApiKey();
   }
   if (row.organization_id !== row.key_organization_id) {
-    throw new AppError('UNAUTHORIZED', 'Invalid or revoked API key');
+    throw invalidApiKey();
   }
-  if (!row.key_unexpired) throw new AppError('UNAUTHORIZED', 'API key has expired');
+  if (!row.key_unexpired) throw invalidApiKey('API key has expired');
   const userPermissions = Array.isArray(row.permissions) ? row.permissions : [];
   const keyPermissions = Array.isArray(row.key_permissions) ? row.key_permissions : [];
   const creator = effectivePermissions(row.role, userPermissions);

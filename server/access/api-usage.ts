@@ -81,7 +81,8 @@ function quotaExceeded(plan: PlanId, limit: number, now: Date): AppError {
   const retryAfter = Math.max(1, Math.ceil((nextMonthStart(now).getTime() - now.getTime()) / 1000));
   return new AppError(
     'QUOTA_EXCEEDED',
-    `Monthly API quota of the ${plan} plan (${limit} calls) is used up until the period ends`,
+    `Monthly API quota of the ${plan} plan (${limit} calls) is used up until the period ends: upgrade the plan ` +
+      'with PUT /v1/billing/subscription, or wait for the next period (Retry-After)',
     { retryAfter },
   );
 }

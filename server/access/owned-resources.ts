@@ -1,5 +1,5 @@
 import type { Em } from '../db/orm.js';
-import { AppError } from '../lib/errors.js';
+import { invalidAccessToken } from '../lib/errors.js';
 
 /**
  * Resources that belong to a user (VPN connections, databases, sites...), declared by the module that owns them in
@@ -114,5 +114,8 @@ export async function lockOwner(em: Em, userId: string): Promise<void> {
     'select id from users where id = ? and deleted_at is null for share',
     [userId],
   );
-  if (rows.length === 0) throw new AppError('UNAUTHORIZED', 'Access token is no longer valid');
+  if (rows.length === 0)
+    throw invalidAccessToken(
+      'Access token is no longer valid (signed out, or the user was suspended or removed)',
+    );
 }

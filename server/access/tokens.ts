@@ -1,6 +1,6 @@
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import { AppError } from '../lib/errors.js';
+import { AppError, invalidAccessToken, tokenExpired } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
 import { resolveGeneratedSecret } from '../lib/secret-file.js';
 
@@ -77,14 +77,13 @@ export class TokenService {
         typeof payload.exp !== 'number' ||
         typeof payload.iat !== 'number'
       ) {
-        throw new AppError('UNAUTHORIZED', 'Invalid access token');
+        throw invalidAccessToken();
       }
       return payload as AccessClaims;
     } catch (err) {
       if (err instanceof AppError) throw err;
-      if (err instanceof jwt.TokenExpiredError)
-        throw new AppError('TOKEN_EXPIRED', 'Access token has expired');
-      throw new AppError('UNAUTHORIZED', 'Invalid access token');
+      if (err instanceof jwt.TokenExpiredError) throw tokenExpired();
+      throw invalidAccessToken();
     }
   }
 }

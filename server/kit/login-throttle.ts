@@ -60,6 +60,8 @@ export async function confirmPassword(ctx: ActorContext, password: string): Prom
     : await ctx.deps.passwords.compareWithDummy(password);
   if (!ok || !row?.passwordHash) {
     await recordFailure(ctx, key);
-    throw invalidCredentials('Invalid password');
+    throw invalidCredentials(
+      'Invalid password: give your account’s password (forgotten? POST /v1/auth/password-reset)',
+    );
   }
 }

@@ -33,8 +33,10 @@ export async function assertWithinPlan(
   if (current >= limit) {
     const message =
       org.planStatus === 'canceled'
-        ? `The subscription is canceled: no new ${LABELS[feature]} until a plan is chosen again`
-        : `Your plan allows ${limit} ${LABELS[feature]}; delete one or upgrade the plan`;
+        ? `The subscription is canceled: no new ${LABELS[feature]} until a plan is chosen again with ` +
+          'PUT /v1/billing/subscription'
+        : `Your plan allows ${limit} ${LABELS[feature]}: delete one, or upgrade the plan with ` +
+          'PUT /v1/billing/subscription (the plans: GET /v1/billing/plans)';
     throw planLimitExceeded(message, { resource: feature, limit, current });
   }
 }

@@ -70,20 +70,66 @@ export class AppError extends Error {
 // The shared constructors: the one way code throws an error (docs/adding-a-module.md, "Errors"). A module never
 // calls `new AppError(...)` itself (tests/kit/errors.test.ts).
 
-export const notFound = (what = 'Resource') => new AppError('NOT_FOUND', `${what} not found`);
+/**
+ * Where a client lists what it may name by id, per resource (the `what` of notFound): a 404 says where to look
+ * (README, "Errors"). Resources listed under a parent name the parent's id as `{id}`.
+ */
+const LISTED_AT: Record<string, string> = {
+  'API key': 'GET /v1/api-keys',
+  Backup: 'GET /v1/databases/{id}/backups',
+  Database: 'GET /v1/databases',
+  Delivery: 'GET /v1/webhooks/{id}/deliveries',
+  Deployment: 'GET /v1/hosting/sites/{id}/deployments',
+  Invoice: 'GET /v1/billing/invoices',
+  'Login session': 'GET /v1/auth/sessions',
+  'Payment method': 'GET /v1/billing/payment-methods',
+  Server: 'GET /v1/vpn/servers',
+  Site: 'GET /v1/hosting/sites',
+  User: 'GET /v1/users',
+  'VPN connection': 'GET /v1/vpn/connections',
+  Webhook: 'GET /v1/webhooks',
+};
+
+/** `<what> not found`, and where to find the ids that exist when the resource is listed somewhere. */
+export const notFound = (what = 'Resource') =>
+  new AppError(
+    'NOT_FOUND',
+    LISTED_AT[what]
+      ? `${what} not found: check the id, or list them with ${LISTED_AT[what]}`
+      : `${what} not found`,
+  );
 export const forbidden = (
-  message = 'You do not have permission to perform this action',
+  message = 'You do not have permission to perform this action: ask an owner or an admin of the organization',
   details?: ErrorDetail[],
 ) => new AppError('FORBIDDEN', message, details ? { details } : {});
 export const conflict = (message: string, details?: ErrorDetail[]) =>
   new AppError('CONFLICT', message, { details });
-export const unauthorized = (message = 'Authentication required') => new AppError('UNAUTHORIZED', message);
+export const unauthorized = (
+  message = 'Authentication required: log in with POST /v1/auth/login, then send Authorization: Bearer <token>',
+) => new AppError('UNAUTHORIZED', message);
+/** 401 for an access token past its expiry (README, "Authentication"). */
+export const tokenExpired = () =>
+  new AppError(
+    'TOKEN_EXPIRED',
+    'Access token has expired: get a new one with POST /v1/auth/refresh, or log in again with POST /v1/auth/login',
+  );
+/** 401 for an access token the server cannot use (malformed, forged, revoked, or its user gone). */
+export const invalidAccessToken = (why = 'Invalid access token') =>
+  new AppError('UNAUTHORIZED', `${why}: log in again with POST /v1/auth/login`);
+/** 401 for an API key that is not (or no longer) one of the organization's. */
+export const invalidApiKey = (why = 'Invalid or revoked API key') =>
+  new AppError('UNAUTHORIZED', `${why}: check the key, or create a new one with POST /v1/api-keys`);
 /** 401 for a secret the caller gave (password, code, token) that does not match. */
 export const invalidCredentials = (message: string) => new AppError('INVALID_CREDENTIALS', message);
 export const paymentFailed = (message: string) => new AppError('PAYMENT_FAILED', message);
 /** 429 while the login throttle of an email and address is locked (README, "Authentication"). */
 export const tooManyLoginAttempts = (retryAfter: number) =>
-  new AppError('TOO_MANY_LOGIN_ATTEMPTS', 'Too many failed login attempts; try again later', { retryAfter });
+  new AppError(
+    'TOO_MANY_LOGIN_ATTEMPTS',
+    'Too many failed login attempts: try again after Retry-After seconds (forgotten the password? ' +
+      'POST /v1/auth/password-reset)',
+    { retryAfter },
+  );
 /** 402: creating one more `resource` would exceed the plan's `limit`. */
 export const planLimitExceeded = (
   message: string,

@@ -163,7 +163,11 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof ZodError) return zodToAppError(err);
   if (err instanceof NotFoundError) return new AppError('NOT_FOUND', 'Resource not found', { cause: err });
   if (err instanceof UniqueConstraintViolationException || isUniqueViolation(err))
-    return new AppError('CONFLICT', 'A resource with the same unique value already exists', { cause: err });
+    return new AppError(
+      'CONFLICT',
+      'A resource with the same unique value already exists: choose another value',
+      { cause: err },
+    );
   if (isDatabaseUnavailable(err))
     return new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable', { cause: err });
   return new AppError('INTERNAL_ERROR', 'Internal server error', { cause: err });

@@ -150,13 +150,22 @@ interface Requirement {
 
 function authorize(actor: Actor, required: Requirement, path: string): void {
   if (actor.apiKeyId !== undefined && isClosedToApiKeys(path, required)) {
-    throw new AppError('FORBIDDEN', 'This operation cannot be called with an API key');
+    throw new AppError(
+      'FORBIDDEN',
+      'This operation cannot be called with an API key: call it with a user’s access token (POST /v1/auth/login)',
+    );
   }
   if (required.permission && !actor.permissions.has(required.permission)) {
-    throw new AppError('FORBIDDEN', `This action requires the ${required.permission} permission`);
+    throw new AppError(
+      'FORBIDDEN',
+      `This action requires the ${required.permission} permission: an owner or an admin can grant it (PUT /v1/users/{id}/permissions)`,
+    );
   }
   if (required.roles && !required.roles.includes(actor.role)) {
-    throw new AppError('FORBIDDEN', `This action is reserved to the roles: ${required.roles.join(', ')}`);
+    throw new AppError(
+      'FORBIDDEN',
+      `This action is reserved to the roles: ${required.roles.join(', ')}; ask one of them to do it`,
+    );
   }
 }
 

@@ -98,15 +98,14 @@ describe('cloud CLI: api-keys and organization (a subprocess against a live serv
       expectFailure(
         await ci.run(['vpn', 'create', 'more', '--location', 'eu-west']),
         3,
-        new RegExp(
-          `^error: This action requires the vpn:write permission \\[FORBIDDEN, ${REQUEST}\\]; ` +
-            'the API key in CLOUD_API_KEY does not allow this',
-        ),
+        new RegExp(`^error: This action requires the vpn:write permission: .+ \\[FORBIDDEN, ${REQUEST}\\]$`),
+        /^hint: the API key in CLOUD_API_KEY does not allow this/,
       );
       expectFailure(
         await ci.run(['api-keys', 'list']),
         3,
-        /^error: This operation cannot be called with an API key \[FORBIDDEN, .+\]; the API key in CLOUD_API_KEY cannot do this/,
+        /^error: This operation cannot be called with an API key: .+ \[FORBIDDEN, .+\]$/,
+        /^hint: the API key in CLOUD_API_KEY cannot do this/,
       );
 
       // Not on a terminal: revoke needs --yes, and without it nothing changes.
@@ -127,7 +126,9 @@ describe('cloud CLI: api-keys and organization (a subprocess against a live serv
       expectFailure(
         await term.run(['api-keys', 'show', keyId]),
         4,
-        new RegExp(`^error: API key not found \\[NOT_FOUND, ${REQUEST}\\]$`),
+        new RegExp(
+          `^error: API key not found: check the id, or list them with GET /v1/api-keys \\[NOT_FOUND, ${REQUEST}\\]$`,
+        ),
       );
       expect(json(expectOk(await term.run(['api-keys', 'list', '--json']))).total).to.equal(1);
     });
@@ -205,7 +206,7 @@ describe('cloud CLI: api-keys and organization (a subprocess against a live serv
           input: 'wrong-password\n',
         }),
         3,
-        new RegExp(`^error: Invalid password \\[INVALID_CREDENTIALS, ${REQUEST}\\]$`),
+        new RegExp(`^error: Invalid password: .+ \\[INVALID_CREDENTIALS, ${REQUEST}\\]$`),
       );
       const transferred = json(
         expectOk(
@@ -245,8 +246,9 @@ describe('cloud CLI: api-keys and organization (a subprocess against a live serv
         }),
         2,
         new RegExp(
-          `^error: Invalid request: confirm: Must be the organization’s exact name \\(confirm: .+\\) \\[VALIDATION_ERROR, ${REQUEST}\\]$`,
+          `^error: Invalid request: confirm: Must be the organization’s exact name \\[VALIDATION_ERROR, ${REQUEST}\\]$`,
         ),
+        /^hint: see the accepted values: `cloud organization delete --help`$/,
       );
       expect(json(expectOk(await newOwner.run(['organization', 'show', '--json']))).organization.id).to.equal(
         owner.organizationId,

@@ -70,7 +70,8 @@ describe('cloud CLI (a subprocess against a live server)', function () {
       expectFailure(
         run,
         3,
-        /^error: Invalid email or password \[INVALID_CREDENTIALS, request req_[a-z0-9]+\]$/,
+        /^error: Invalid email or password: check both, or reset the password with POST \/v1\/auth\/password-reset \[INVALID_CREDENTIALS, request req_[a-z0-9]+\]$/,
+        /^hint: check the email and the password; forgotten it\? `cloud password reset --email <email>`$/,
       );
       expect(existsSync(join(term.configHome, 'cloud-platform', 'credentials.json'))).to.equal(false);
     });
@@ -109,7 +110,8 @@ describe('cloud CLI (a subprocess against a live server)', function () {
       expectFailure(
         await term.run(['whoami']),
         3,
-        /^error: This operation cannot be called with an API key \[FORBIDDEN, request req_[a-z0-9]+\]; the API key in CLOUD_API_KEY cannot do this: unset CLOUD_API_KEY to use your `cloud login`$/,
+        /^error: This operation cannot be called with an API key: .+ \[FORBIDDEN, request req_[a-z0-9]+\]$/,
+        /^hint: the API key in CLOUD_API_KEY cannot do this: unset CLOUD_API_KEY to use your `cloud login`$/,
       );
       const bad = await term.run(['whoami'], { env: { CLOUD_API_KEY: 'not-a-key' } });
       expectFailure(bad, 3, /^error: .+ \[UNAUTHORIZED, request req_[a-z0-9]+\]$/);
@@ -182,7 +184,8 @@ describe('cloud CLI (a subprocess against a live server)', function () {
       expectFailure(
         await term.run(['vpn', 'show', 'vpn_doesnotexist0000000']),
         4,
-        /^error: VPN connection not found \[NOT_FOUND, request req_[a-z0-9]+\]$/,
+        /^error: VPN connection not found: check the id, or list them with GET \/v1\/vpn\/connections \[NOT_FOUND, request req_[a-z0-9]+\]$/,
+        /^hint: check the id: `cloud vpn list` lists the ones you can see$/,
       );
       expectOk(await term.run(['vpn', 'delete', created.connection.id]));
       expect(json(expectOk(await term.run(['vpn', 'list', '--json']))).connections).to.deep.equal([]);
@@ -280,7 +283,7 @@ describe('cloud CLI (a subprocess against a live server)', function () {
       expectFailure(
         await term.run(['billing', 'download', 'inv_doesnotexist000000']),
         4,
-        /^error: Invoice not found \[NOT_FOUND, request req_[a-z0-9]+\]$/,
+        /^error: Invoice not found: .+ \[NOT_FOUND, request req_[a-z0-9]+\]$/,
       );
     });
   });

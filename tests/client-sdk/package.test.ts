@@ -162,7 +162,8 @@ describe('client SDK package (packed, installed outside the repository)', functi
     expect(JSON.parse(listed.stdout).connections).to.deep.equal([]);
     const me = await runNode([join(project, 'node_modules/.bin/cloud'), 'whoami'], { cwd: project, env });
     expect(me.code).to.equal(3);
-    expect(me.stderr).to.match(/^error: This operation cannot be called with an API key \[FORBIDDEN, /);
+    expect(me.stderr).to.match(/^error: This operation cannot be called with an API key: .+ \[FORBIDDEN, /);
+    expect(me.stderr).to.match(/\nhint: the API key in CLOUD_API_KEY cannot do this/);
   });
 
   it('bundles for a browser (fetch only, no Node built-in)', async () => {

@@ -163,3 +163,16 @@ export function positiveInteger(value: string): number {
   if (!Number.isInteger(n) || n <= 0) throw new CliError(`not a positive whole number: ${value}`, EXIT.USAGE);
   return n;
 }
+
+/** Parses time options: an ISO 8601 time, or a duration back from now (`90m`, `12h`, `3d`). */
+export function timeOption(value: string): string {
+  const ago = /^(\d+)([mhd])$/.exec(value);
+  if (ago) {
+    const unit = { m: 60_000, h: 3_600_000, d: 86_400_000 }[ago[2] as 'm' | 'h' | 'd'];
+    return new Date(Date.now() - Number(ago[1]) * unit).toISOString();
+  }
+  if (Number.isNaN(Date.parse(value))) {
+    throw new CliError(`not a time: ${value} (an ISO 8601 time, or 90m, 12h, 3d ago)`, EXIT.USAGE);
+  }
+  return value;
+}

@@ -40,33 +40,90 @@ export function exitCodeFor(error: PlatformApiError): ExitCode {
   return EXIT.FAILURE;
 }
 
+/** What the CLI knows about the failed run, for the hint. */
+export interface ErrorContext {
+  /** The environment variable whose API key made the call, if one did. */
+  apiKeyVariable?: string;
+  /** The words of the command that ran (`['databases', 'show']`). */
+  command?: readonly string[];
+  /** The command that lists what the failed command works on (`cloud databases list`), if there is one. */
+  listCommand?: string;
+}
+
 /**
- * One line for any error: the message, the API's code and the request id to quote to support. `apiKeyVariable`
- * names the environment variable whose API key made the call, if one did: a 403 then says what the key cannot do.
+ * One line for any error (the message, the API's code and the request id to quote to support), and for the common
+ * ones a hint: what to do next, as a command (docs/cli.md, "Errors and hints").
  */
 export function describeError(
   error: unknown,
-  context: { apiKeyVariable?: string } = {},
-): { line: string; exitCode: ExitCode } {
+  context: ErrorContext = {},
+): { line: string; hint?: string; exitCode: ExitCode } {
   if (error instanceof CliError) return { line: `error: ${error.message}`, exitCode: error.exitCode };
   if (error instanceof PlatformApiError) {
     const first: Record<string, unknown> | undefined = error.details?.[0];
     const detail =
-      typeof first?.path === 'string' && typeof first.message === 'string'
+      typeof first?.path === 'string' &&
+      typeof first.message === 'string' &&
+      !error.message.includes(first.message)
         ? ` (${first.path}: ${first.message})`
         : '';
     const tags = [error.code, error.requestId ? `request ${error.requestId}` : undefined].filter(Boolean);
     const retry =
       'retryAfter' in error && typeof error.retryAfter === 'number' ? `; retry in ${error.retryAfter}s` : '';
-    const hint =
-      error.status === 403 && context.apiKeyVariable ? `; ${apiKeyHint(error, context.apiKeyVariable)}` : '';
+    const hint = hintFor(error, context);
     return {
-      line: `error: ${oneLine(error.message)}${detail} [${tags.join(', ')}]${retry}${hint}`,
+      line: `error: ${oneLine(error.message)}${detail} [${tags.join(', ')}]${retry}`,
+      ...(hint ? { hint } : {}),
       exitCode: exitCodeFor(error),
     };
   }
   const message = error instanceof Error ? error.message : String(error);
   return { line: `error: ${oneLine(message)}`, exitCode: EXIT.FAILURE };
+}
+
+/** The next step for the common errors; undefined where the message says it all. */
+function hintFor(error: PlatformApiError, context: ErrorContext): string | undefined {
+  const key = context.apiKeyVariable;
+  const command = context.command?.length ? `cloud ${context.command.join(' ')}` : 'cloud <command>';
+  switch (error.code) {
+    case 'UNAUTHORIZED':
+    case 'TOKEN_EXPIRED':
+      return key
+        ? `the API key in ${key} is not valid (mistyped, revoked or expired): create one with \`cloud api-keys create\`, or unset ${key} to use your \`cloud login\``
+        : 'sign in again: `cloud login`';
+    case 'INVALID_CREDENTIALS':
+      return context.command?.[0] === 'login'
+        ? 'check the email and the password; forgotten it? `cloud password reset --email <email>`'
+        : 'check what you typed (password, code or token) and run the command again';
+    case 'FORBIDDEN':
+      if (key) return apiKeyHint(error, key);
+      return 'your role does not allow this: ask an owner or an admin of the organization (`cloud users list` shows them)';
+    case 'NOT_FOUND':
+      return context.listCommand
+        ? `check the id: \`${context.listCommand}\` lists the ones you can see`
+        : 'check the id: it must be one of your organization';
+    case 'PLAN_LIMIT_EXCEEDED':
+      return 'delete one, or upgrade the plan: `cloud billing plans`, then `cloud billing change <plan>`';
+    case 'QUOTA_EXCEEDED':
+      return 'the plan’s monthly API quota is used up: upgrade with `cloud billing change <plan>`, or wait for the next period';
+    case 'PAYMENT_FAILED':
+      return 'the card was declined: add another one with `cloud billing card-add <token> --default`, then try again';
+    case 'CONFLICT':
+      return context.listCommand
+        ? `the current state does not allow this: see it with \`${context.listCommand}\`, then try again`
+        : 'the current state does not allow this: look at it again, then try again';
+    case 'VALIDATION_ERROR':
+      return `see the accepted values: \`${command} --help\``;
+    case 'RATE_LIMITED':
+    case 'TOO_MANY_LOGIN_ATTEMPTS':
+      return 'wait for the time given, then run the command again';
+    case 'CONNECTION_ERROR':
+      return 'is the API running at that address? Set it with --api-url or CLOUD_API_URL';
+    default:
+      return error.status >= 500
+        ? 'try again in a moment; if it goes on, quote the request id to support'
+        : undefined;
+  }
 }
 
 /**

@@ -33,7 +33,8 @@ import type {
   TRegisterInput,
 } from './auth.schema.js';
 
-const INVALID_REFRESH = () => invalidCredentials('Invalid or expired refresh token');
+const INVALID_REFRESH = () =>
+  invalidCredentials('Invalid or expired refresh token: log in again with POST /v1/auth/login');
 
 export async function login(ctx: RequestContext, input: TLoginInput): Promise<TLoginOrChallengeOutput> {
   const email = input.email.toLowerCase();
@@ -130,7 +131,8 @@ export async function createOrganizationWithOwner(
   return em.transactional(async (tx) => {
     // A pending invitation elsewhere does not reserve the address; a sign-in account does (one per address).
     const existing = await tx.count(User, signInAccountOf(email));
-    if (existing > 0) throw conflict('A user with this email already exists');
+    if (existing > 0)
+      throw conflict('A user with this email already exists: log in with POST /v1/auth/login instead');
     const org = tx.create(Organization, {
       id: newId('org'),
       name: input.organizationName,

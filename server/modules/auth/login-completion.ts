@@ -19,7 +19,10 @@ import type { TLoginOutput } from './auth.schema.js';
  * service (auth.service.ts) and the two-factor service import it, and it imports neither.
  */
 
-export const INVALID_LOGIN = () => invalidCredentials('Invalid email or password');
+export const INVALID_LOGIN = () =>
+  invalidCredentials(
+    'Invalid email or password: check both, or reset the password with POST /v1/auth/password-reset',
+  );
 
 export function auditActor(user: Pick<User, 'id' | 'email' | 'organization'>): AuditActor {
   return { type: 'user', id: user.id, email: user.email, organizationId: user.organization.id };

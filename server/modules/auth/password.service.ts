@@ -21,7 +21,10 @@ import { revokeSessionsOf } from './sessions.service.js';
 
 const RESET_REQUESTED =
   'If an account has this address, a link to choose a new password has been sent to it.';
-const invalidResetToken = () => invalidCredentials('Invalid, used or expired password-reset token');
+const invalidResetToken = () =>
+  invalidCredentials(
+    'Invalid, used or expired password-reset token: ask for a new link with POST /v1/auth/password-reset',
+  );
 
 async function emitUserUpdated(deps: AppDeps, em: Em, user: User, now: Date): Promise<void> {
   const detail = await loadUserDetail(em, deps.registry.ownedResources, user, now);

@@ -35,7 +35,10 @@ export const CHALLENGE_TTL_SECONDS = 300;
 export const CHALLENGE_MAX_FAILURES = 5;
 const RECOVERY_CODES = 10;
 
-const invalidCode = () => invalidCredentials('Invalid two-factor code');
+const invalidCode = () =>
+  invalidCredentials(
+    'Invalid two-factor code: give the current code of the authenticator app (or a recovery code)',
+  );
 const invalidChallenge = () => invalidCredentials('Invalid or expired two-factor challenge; sign in again');
 
 function totp(secretBase32: string, label: string): TOTP {
@@ -175,7 +178,10 @@ export async function enable(
       { id: actor.userId },
       { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['organization'] },
     );
-    if (user.twoFactorEnabled) throw conflict('Two-factor sign-in is already enabled');
+    if (user.twoFactorEnabled)
+      throw conflict(
+        'Two-factor sign-in is already enabled: turn it off first with POST /v1/auth/2fa/disable',
+      );
     const cred = await credentialOf(em, actor.userId, true);
     if (!cred?.pendingSecret) throw conflict('Start with POST /auth/2fa/setup');
     const secret = decryptSecret(ctx.deps.keys.twoFactor, cred.pendingSecret);
@@ -224,7 +230,8 @@ export async function disable(
       { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['organization'] },
     );
     const cred = await credentialOf(em, actor.userId, true);
-    if (!user.twoFactorEnabled || !cred?.secret) throw conflict('Two-factor sign-in is not enabled');
+    if (!user.twoFactorEnabled || !cred?.secret)
+      throw conflict('Two-factor sign-in is not enabled: there is nothing to turn off');
     const ok =
       factor.kind === 'code'
         ? await consumeCode(em, cred, decryptSecret(ctx.deps.keys.twoFactor, cred.secret), factor.value, now)

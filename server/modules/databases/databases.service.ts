@@ -172,9 +172,10 @@ export async function createDatabase(
       removedAt: null,
     });
     if (taken > 0) {
-      throw conflict(`A database named ${input.name} already exists in this organization`, [
-        { path: 'name', message: 'Already in use' },
-      ]);
+      throw conflict(
+        `A database named ${input.name} already exists in this organization: choose another name`,
+        [{ path: 'name', message: 'Already in use' }],
+      );
     }
     const version = input.version ?? from?.source.version ?? DEFAULT_VERSIONS[input.engine];
     if (from && versionNumber(version) < versionNumber(from.source.version)) {

@@ -47,7 +47,10 @@ import type {
 export const INVITATION_TTL_MS = 7 * 86_400_000;
 
 const USER_NOT_FOUND = () => notFound('User');
-const INVALID_INVITATION = () => invalidCredentials('Invalid, expired or already used invitation token');
+const INVALID_INVITATION = () =>
+  invalidCredentials(
+    'Invalid, expired or already used invitation token: ask an admin of the organization for a new invitation',
+  );
 const ACCOUNT_ELSEWHERE = () =>
   conflict(
     'This email address already has an account in another organization, and an address has one account: sign in ' +
@@ -180,7 +183,9 @@ export async function createUser(ctx: ActorContext, input: TCreateUserInput) {
     // answer is the same either way); accepting then says so to whoever holds the mailed token.
     const here = { email: input.email, organization: actor.organizationId, deletedAt: null };
     if ((await em.count(User, here)) > 0) {
-      throw conflict('A user with this email already exists in this organization');
+      throw conflict(
+        'A user with this email already exists in this organization: find them with GET /v1/users',
+      );
     }
     const u = createUserEntity(em, {
       id: newId('usr'),

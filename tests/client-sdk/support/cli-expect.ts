@@ -14,11 +14,20 @@ export function expectOk(run: CliRun): CliRun {
   return run;
 }
 
-/** A failure: exit status `code`, stdout empty, and stderr exactly one line matching `line`. */
-export function expectFailure(run: CliRun, code: number, line: RegExp): void {
+/**
+ * A failure: exit status `code`, stdout empty, and on stderr exactly one error line matching `line`, then at most one
+ * `hint: ` line (matching `hint` when given; absent when `hint` is null).
+ */
+export function expectFailure(run: CliRun, code: number, line: RegExp, hint?: RegExp | null): void {
   expect(run.code, run.stdout + run.stderr).to.equal(code);
   expect(run.stdout).to.equal('');
   const lines = stderrLines(run);
-  expect(lines, run.stderr).to.have.length(1);
-  expect(lines[0]).to.match(line);
+  const hints = lines.filter((l) => l.startsWith('hint: '));
+  const errors = lines.filter((l) => !l.startsWith('hint: '));
+  expect(errors, run.stderr).to.have.length(1);
+  expect(errors[0]).to.match(line);
+  expect(hints, run.stderr).to.have.length.at.most(1);
+  if (hints.length === 1) expect(lines.at(-1)).to.equal(hints[0]);
+  if (hint === null) expect(hints, run.stderr).to.deep.equal([]);
+  else if (hint) expect(hints[0], run.stderr).to.match(hint);
 }

@@ -1,6 +1,6 @@
 import type { RouterInputs, RouterOutputs } from '@cloud-platform/client';
 import { positiveInteger } from '../cli.js';
-import { defineCommandGroup } from '../command-group.js';
+import { defineCommandGroup, documented } from '../command-group.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { fields, table } from '../output.js';
 
@@ -37,8 +37,10 @@ export default defineCommandGroup({
       .command('api-keys')
       .description('API keys for scripts and CI (owners and admins; use one with CLOUD_API_KEY)');
 
-    keys
-      .command('create')
+    documented(keys.command('create'), {
+      calls: ['apiKeysCreate'],
+      examples: ['cloud api-keys create ci --permission vpn:read,hosting:write --expires-in-days 30'],
+    })
       .description('create an API key; its secret is printed once, now')
       .argument('<name>', 'a name to recognise the key by')
       .requiredOption(
@@ -67,8 +69,10 @@ export default defineCommandGroup({
         );
       });
 
-    keys
-      .command('list')
+    documented(keys.command('list'), {
+      calls: ['apiKeysList'],
+      examples: ['cloud api-keys list --page 2'],
+    })
       .description('list the organization’s live API keys, newest first (secrets are never shown again)')
       .option('--page <n>', 'the page, from 1', positiveInteger)
       .option('--limit <n>', 'keys per page', positiveInteger)
@@ -92,8 +96,10 @@ export default defineCommandGroup({
         });
       });
 
-    keys
-      .command('show')
+    documented(keys.command('show'), {
+      calls: ['apiKeysGet'],
+      examples: ['cloud api-keys show key_abc123'],
+    })
       .description('show an API key: its permissions, expiry and last use')
       .argument('<id>', 'the key id (key_…)')
       .action(async (id: string) => {
@@ -101,8 +107,10 @@ export default defineCommandGroup({
         cli.print(res, () => keyFields(res.api_key));
       });
 
-    keys
-      .command('revoke')
+    documented(keys.command('revoke'), {
+      calls: ['apiKeysGet', 'apiKeysRevoke'],
+      examples: ['cloud api-keys revoke key_abc123 --yes'],
+    })
       .description('revoke an API key: it is refused from the next request on (asks first)')
       .argument('<id>', 'the key id (key_…)')
       .option('--yes', 'do not ask (required when not on a terminal)')

@@ -1,6 +1,6 @@
 import { TwoFactorRequiredError } from '@cloud-platform/client';
 import { API_KEY_VARIABLE } from '../cli.js';
-import { defineCommandGroup } from '../command-group.js';
+import { defineCommandGroup, documented } from '../command-group.js';
 import { credentialsFile, loadCredentials, removeCredentials, saveCredentials } from '../credentials.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { ask, fields } from '../output.js';
@@ -17,8 +17,13 @@ const interactive = () => Boolean(process.stdin.isTTY);
 export default defineCommandGroup({
   name: 'auth',
   register(program, cli) {
-    program
-      .command('login')
+    documented(program.command('login'), {
+      calls: ['authLogin', 'authTwoFactorVerify'],
+      examples: [
+        'cloud login --email ada@example.com',
+        'cloud login --email ada@example.com --password-stdin < password.txt --code 123456',
+      ],
+    })
       .description('sign in and keep the session in the config directory (file mode 0600)')
       .option('--email <email>', 'the account email (asked when absent)')
       .option('--password-stdin', 'read the password from standard input instead of asking')
@@ -64,8 +69,10 @@ export default defineCommandGroup({
         );
       });
 
-    program
-      .command('logout')
+    documented(program.command('logout'), {
+      calls: ['authLogout'],
+      examples: ['cloud logout'],
+    })
       .description('end the session on the server and forget the stored credentials')
       .action(async () => {
         const file = credentialsFile(cli.env);
@@ -83,8 +90,10 @@ export default defineCommandGroup({
         cli.print({ signed_out: true }, () => `Signed out of ${stored.api_url}.`);
       });
 
-    program
-      .command('whoami')
+    documented(program.command('whoami'), {
+      calls: ['authMe'],
+      examples: ['cloud whoami --json'],
+    })
       .description(
         `show the signed-in user (not with an API key in ${API_KEY_VARIABLE}: keys cannot call /auth)`,
       )
@@ -100,6 +109,37 @@ export default defineCommandGroup({
             id: user.id,
             'api url': cli.apiUrl(),
           }),
+        );
+      });
+
+    documented(program.command('register'), {
+      calls: ['authRegister'],
+      examples: ["cloud register --email ada@example.com --name 'Ada Lovelace' --organization 'Acme Labs'"],
+    })
+      .description('create an organization with you as its owner (starter plan), and sign in to it')
+      .requiredOption('--email <email>', 'your email')
+      .requiredOption('--name <name>', 'your name')
+      .requiredOption('--organization <name>', 'the organization’s name')
+      .option('--password-stdin', 'read the new password from standard input instead of asking')
+      .action(async (o: { email: string; name: string; organization: string; passwordStdin?: boolean }) => {
+        const password = await cli.password(o.passwordStdin, 'Choose a password: ');
+        const apiUrl = cli.apiUrl(undefined);
+        const res = await cli.anonymousClient({ baseUrl: apiUrl }).auth.register.mutate({
+          email: o.email,
+          password,
+          name: o.name,
+          organization_name: o.organization,
+        });
+        const file = credentialsFile(cli.env);
+        saveCredentials(
+          { api_url: apiUrl, email: res.user.email, token: res.token, refresh_token: res.refresh_token },
+          file,
+        );
+        cli.print(
+          { user: res.user, api_url: apiUrl, credentials_file: file },
+          () =>
+            `Registered ${o.organization} at ${apiUrl}; signed in as ${res.user.email} (${res.user.role}).\n` +
+            `Credentials saved in ${file}`,
         );
       });
   },

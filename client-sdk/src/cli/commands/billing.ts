@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { PlatformApiError, type RouterInputs, type RouterOutputs } from '@cloud-platform/client';
-import { defineCommandGroup } from '../command-group.js';
+import { defineCommandGroup, documented } from '../command-group.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { ask, fields, money, table } from '../output.js';
 
@@ -80,8 +80,10 @@ export default defineCommandGroup({
   register(program, cli) {
     const billing = program.command('billing').description('plan, subscription, cards and invoices');
 
-    billing
-      .command('plans')
+    documented(billing.command('plans'), {
+      calls: ['billingPlansList'],
+      examples: ['cloud billing plans'],
+    })
       .description('list the plans and their limits')
       .action(async () => {
         const res = await cli.client().billing.plans.list.query();
@@ -94,8 +96,10 @@ export default defineCommandGroup({
         );
       });
 
-    billing
-      .command('plan')
+    documented(billing.command('plan'), {
+      calls: ['billingSubscriptionGet'],
+      examples: ['cloud billing plan'],
+    })
       .description('show the subscription, its plan and the usage against its limits')
       .action(async () => {
         const res = await cli.client().billing.subscription.get.query();
@@ -121,8 +125,10 @@ export default defineCommandGroup({
         );
       });
 
-    billing
-      .command('change')
+    documented(billing.command('change'), {
+      calls: ['billingSubscriptionPreview', 'billingSubscriptionUpdate'],
+      examples: ['cloud billing change pro', 'cloud billing change starter --proration none --yes'],
+    })
       .description('change the plan: shows the invoice it would issue, then asks before charging')
       .argument('<plan>', 'starter, pro or enterprise')
       .option('--yes', 'do not ask (required when not on a terminal)')
@@ -162,8 +168,10 @@ export default defineCommandGroup({
         );
       });
 
-    billing
-      .command('card-add')
+    documented(billing.command('card-add'), {
+      calls: ['billingPaymentMethodsCreate'],
+      examples: ['cloud billing card-add pm_card_visa --default'],
+    })
       .description('add a card by its payment-method token (pm_…)')
       .argument('<token>', 'the token from the card form (test mode: pm_card_visa, …)')
       .option('--default', 'make it the default card')
@@ -176,8 +184,10 @@ export default defineCommandGroup({
         cli.print(res, () => `Added ${pm.card.brand} ${pm.card.last4} (${pm.id}).`);
       });
 
-    billing
-      .command('invoices')
+    documented(billing.command('invoices'), {
+      calls: ['billingInvoicesList'],
+      examples: ['cloud billing invoices --status open'],
+    })
       .description('list the invoices, newest first')
       .option('--status <status>', 'open, paid, void or uncollectible')
       .action(async (o: { status?: string }) => {
@@ -195,8 +205,10 @@ export default defineCommandGroup({
         );
       });
 
-    billing
-      .command('invoice')
+    documented(billing.command('invoice'), {
+      calls: ['billingInvoicesGet'],
+      examples: ['cloud billing invoice inv_abc123'],
+    })
       .description('show an invoice and its lines')
       .argument('<id>', 'the invoice id (in_…)')
       .action(async (id: string) => {
@@ -204,8 +216,10 @@ export default defineCommandGroup({
         cli.print(res, () => invoiceText(res.invoice));
       });
 
-    billing
-      .command('download')
+    documented(billing.command('download'), {
+      calls: ['billingInvoicesGet'],
+      examples: ['cloud billing download inv_abc123 -o invoice.pdf'],
+    })
       .description('download an invoice as PDF')
       .argument('<id>', 'the invoice id (in_…)')
       .option('-o, --output <file>', 'where to write it (default: ./<number>.pdf)')
@@ -218,6 +232,113 @@ export default defineCommandGroup({
         cli.print(
           { invoice: invoice.id, file, bytes: pdf.byteLength },
           () => `Saved ${file} (${pdf.byteLength} bytes).`,
+        );
+      });
+
+    documented(billing.command('preview'), {
+      calls: ['billingSubscriptionPreview'],
+      examples: ['cloud billing preview pro', 'cloud billing preview starter --proration none'],
+    })
+      .description('show the invoice a plan change would issue, without changing anything')
+      .argument('<plan>', 'starter, pro or enterprise')
+      .option('--proration <behavior>', 'always_invoice (default), create_prorations or none')
+      .action(async (plan: string, o: { proration?: string }) => {
+        const res = await cli.client().billing.subscription.preview.mutate({
+          plan: plan as NonNullable<UpdateInput['plan']>,
+          ...(o.proration ? { proration_behavior: o.proration as UpdateInput['proration_behavior'] } : {}),
+        });
+        cli.print(res, () => `${previewText(res.invoice)}\nChange with: cloud billing change ${plan}`);
+      });
+
+    documented(billing.command('cancel'), {
+      calls: ['billingSubscriptionUpdate'],
+      examples: ['cloud billing cancel --yes', 'cloud billing cancel --undo'],
+    })
+      .description('end the subscription at the end of the period (no renewal); --undo keeps it')
+      .option('--undo', 'renew it after all')
+      .option('--yes', 'do not ask (required when not on a terminal)')
+      .action(async (o: { undo?: boolean; yes?: boolean }) => {
+        if (!o.undo) {
+          await cli.confirm(
+            'End the subscription at the end of the period? Nothing new can be created after it.',
+            o.yes,
+            'canceling the subscription',
+          );
+        }
+        const res = await cli.client().billing.subscription.update.mutate({ cancel_at_period_end: !o.undo });
+        cli.print(res, () =>
+          res.subscription.cancel_at_period_end
+            ? `The subscription ends on ${res.subscription.current_period_end}.`
+            : 'The subscription renews at the end of the period.',
+        );
+      });
+
+    documented(billing.command('usage'), {
+      calls: ['billingUsageGet'],
+      examples: ['cloud billing usage'],
+    })
+      .description('what the organization used this period, and what it costs so far')
+      .action(async () => {
+        const res = await cli.client().billing.usage.get.query();
+        const rows = Object.entries(res.usage).flatMap(([area, measures]) =>
+          Object.entries(measures).map(([measure, value]) => ({ measure: `${area}.${measure}`, value })),
+        );
+        cli.print(res, () =>
+          [
+            `Period ${res.current_period.start} → ${res.current_period.end}`,
+            table(rows, { measure: (r) => r.measure, value: (r) => r.value }),
+            '',
+            fields({
+              'base plan': money(res.costs.base_plan),
+              'add-ons': money(res.costs.add_ons),
+              total: money(res.costs.total),
+            }),
+          ].join('\n'),
+        );
+      });
+
+    documented(billing.command('cards'), {
+      calls: ['billingPaymentMethodsList'],
+      examples: ['cloud billing cards'],
+    })
+      .description('list the cards of the organization')
+      .action(async () => {
+        const res = await cli.client().billing.paymentMethods.list.query();
+        cli.print(res, () =>
+          table(res.payment_methods, {
+            id: (pm) => pm.id,
+            card: (pm) => `${pm.card.brand} ${pm.card.last4}`,
+            expires: (pm) => `${pm.card.exp_month}/${pm.card.exp_year}`,
+            default: (pm) => (pm.is_default ? 'yes' : ''),
+          }),
+        );
+      });
+
+    documented(billing.command('card-remove'), {
+      calls: ['billingPaymentMethodsDelete'],
+      examples: ['cloud billing card-remove pm_abc123'],
+    })
+      .description('remove a card')
+      .argument('<id>', 'the payment method id (pm_…)')
+      .action(async (id: string) => {
+        const res = await cli.client().billing.paymentMethods.delete.mutate({ id });
+        cli.print(res, () => `Removed ${res.id}.`);
+      });
+
+    documented(billing.command('pay'), {
+      calls: ['billingInvoicesPay'],
+      examples: ['cloud billing pay inv_abc123', 'cloud billing pay inv_abc123 --card pm_abc123'],
+    })
+      .description('pay an open invoice now, with the default card or another one')
+      .argument('<id>', 'the invoice id (inv_…)')
+      .option('--card <pm>', 'charge this card (pm_…) for this payment only')
+      .action(async (id: string, o: { card?: string }) => {
+        const res = await cli
+          .client()
+          .billing.invoices.pay.mutate({ id, ...(o.card ? { payment_method: o.card } : {}) });
+        cli.print(
+          res,
+          () => `Invoice ${res.invoice.number}: ${money(res.invoice.total)}, ${res.invoice.status}.`,
         );
       });
   },

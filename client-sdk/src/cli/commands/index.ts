@@ -1,11 +1,13 @@
 import type { CommandGroup } from '../command-group.js';
 import account from './account.js';
 import apiKeys from './api-keys.js';
+import audit from './audit.js';
 import auth from './auth.js';
 import billing from './billing.js';
 import databases from './databases.js';
 import organization from './organization.js';
 import sites from './sites.js';
+import users from './users.js';
 import vpn from './vpn.js';
 import webhooks from './webhooks.js';
 
@@ -21,6 +23,8 @@ export const commandGroups: readonly CommandGroup[] = [
   databases,
   billing,
   webhooks,
+  users,
   apiKeys,
+  audit,
   organization,
 ];

@@ -1,5 +1,5 @@
 import type { RouterOutputs } from '@cloud-platform/client';
-import { defineCommandGroup } from '../command-group.js';
+import { defineCommandGroup, documented } from '../command-group.js';
 import { credentialsFile, loadCredentials, removeCredentials } from '../credentials.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { ask, fields } from '../output.js';
@@ -29,16 +29,20 @@ export default defineCommandGroup({
       .command('organization')
       .description('your organization: its name, its owner, and deleting it');
 
-    organization
-      .command('show')
+    documented(organization.command('show'), {
+      calls: ['organizationGet'],
+      examples: ['cloud organization show'],
+    })
       .description('show the organization: name, plan, owner and number of users')
       .action(async () => {
         const res = await cli.client().organization.get.query();
         cli.print(res, () => organizationFields(res.organization));
       });
 
-    organization
-      .command('rename')
+    documented(organization.command('rename'), {
+      calls: ['organizationUpdate'],
+      examples: ["cloud organization rename 'Acme Labs'"],
+    })
       .description('rename the organization (owner, admin)')
       .argument('<name>', 'the new name, 1 to 200 characters')
       .action(async (name: string) => {
@@ -46,8 +50,10 @@ export default defineCommandGroup({
         cli.print(res, () => `Renamed the organization: ${res.organization.name}`);
       });
 
-    organization
-      .command('transfer-ownership')
+    documented(organization.command('transfer-ownership'), {
+      calls: ['organizationTransferOwnership'],
+      examples: ['cloud organization transfer-ownership usr_abc123'],
+    })
       .description('make an active admin the owner; you become an admin (owner; asks for your password)')
       .argument('<user_id>', 'the new owner (usr_…), an active admin of the organization')
       .option('--password-stdin', 'read your password from standard input instead of asking')
@@ -61,8 +67,13 @@ export default defineCommandGroup({
         );
       });
 
-    organization
-      .command('delete')
+    documented(organization.command('delete'), {
+      calls: ['organizationGet', 'organizationDelete'],
+      examples: [
+        'cloud organization delete',
+        "cloud organization delete --confirm 'Acme Labs' --yes --password-stdin < password.txt",
+      ],
+    })
       .description(
         'delete the organization and everything in it, for good (owner): type its name to confirm, and your password',
       )

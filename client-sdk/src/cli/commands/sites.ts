@@ -1,10 +1,11 @@
 import type { BuildLogLine, PlatformClient, RouterInputs, RouterOutputs } from '@cloud-platform/client';
 import { positiveInteger, type Cli } from '../cli.js';
-import { defineCommandGroup } from '../command-group.js';
+import { defineCommandGroup, documented } from '../command-group.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { fields, table, writeErr, writeOut } from '../output.js';
 
 type CreateInput = RouterInputs['hosting']['sites']['create'];
+type UpdateInput = RouterInputs['hosting']['sites']['update'];
 type Deployment = RouterOutputs['hosting']['sites']['deploy']['deployment'];
 
 interface CreateOptions {
@@ -28,6 +29,31 @@ interface DeployOptions {
 }
 
 const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** `--env KEY=VALUE` options as the API's object. */
+function environmentOf(pairs: string[]): Record<string, string> {
+  const environment: Record<string, string> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new CliError(`--env wants KEY=VALUE, got ${pair}`, EXIT.USAGE);
+    environment[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return environment;
+}
+
+interface UpdateOptions {
+  name?: string;
+  repo?: string;
+  framework?: string;
+  branch?: string;
+  /** false with --no-domain */
+  domain?: string | false;
+  buildCommand?: string;
+  outputDirectory?: string;
+  nodeVersion?: string;
+  env: string[];
+  clearEnv?: boolean;
+}
 
 const logLine = (line: BuildLogLine) => `${line.timestamp.slice(11, 19)}  ${line.message}`;
 
@@ -71,8 +97,10 @@ export default defineCommandGroup({
   register(program, cli) {
     const sites = program.command('sites').description('hosted static sites and their deployments');
 
-    sites
-      .command('list')
+    documented(sites.command('list'), {
+      calls: ['hostingSitesList'],
+      examples: ['cloud sites list'],
+    })
       .description('list your sites')
       .action(async () => {
         const res = await cli.client().hosting.sites.list.query({});
@@ -87,8 +115,12 @@ export default defineCommandGroup({
         );
       });
 
-    sites
-      .command('create')
+    documented(sites.command('create'), {
+      calls: ['hostingSitesCreate'],
+      examples: [
+        'cloud sites create blog --repo https://github.com/acme/blog --framework react --env API_URL=https://api.acme.dev',
+      ],
+    })
       .description('create a site built from a Git repository')
       .argument('<name>', 'the site name')
       .requiredOption('--repo <url>', 'the Git repository (https://…)')
@@ -100,12 +132,7 @@ export default defineCommandGroup({
       .option('--node-version <version>', '18, 20 or 22')
       .option('--env <KEY=VALUE>', 'an environment variable of the build (repeatable)', collect, [])
       .action(async (name: string, o: CreateOptions) => {
-        const environment: Record<string, string> = {};
-        for (const pair of o.env) {
-          const eq = pair.indexOf('=');
-          if (eq <= 0) throw new CliError(`--env wants KEY=VALUE, got ${pair}`, EXIT.USAGE);
-          environment[pair.slice(0, eq)] = pair.slice(eq + 1);
-        }
+        const environment = environmentOf(o.env);
         const res = await cli.client().hosting.sites.create.mutate({
           name,
           git_repo: o.repo,
@@ -120,8 +147,10 @@ export default defineCommandGroup({
         cli.print(res, () => fields({ id: res.site.id, name: res.site.name, url: res.site.url }));
       });
 
-    sites
-      .command('show')
+    documented(sites.command('show'), {
+      calls: ['hostingSitesGet'],
+      examples: ['cloud sites show site_abc123'],
+    })
       .description('show a site')
       .argument('<site>', 'the site id')
       .action(async (id: string) => {
@@ -142,8 +171,13 @@ export default defineCommandGroup({
         );
       });
 
-    sites
-      .command('deploy')
+    documented(sites.command('deploy'), {
+      calls: ['hostingSitesDeploy', 'hostingDeploymentsGet', 'hostingDeploymentsLogs'],
+      examples: [
+        'cloud sites deploy site_abc123 --follow',
+        'cloud sites deploy site_abc123 --branch release --wait',
+      ],
+    })
       .description('start a build of the site; --follow prints its log live until it ends')
       .argument('<site>', 'the site id')
       .option('--branch <branch>', 'the branch (default: the site’s)')
@@ -185,8 +219,10 @@ export default defineCommandGroup({
         );
       });
 
-    sites
-      .command('logs')
+    documented(sites.command('logs'), {
+      calls: ['hostingDeploymentsLogs', 'hostingDeploymentsGet'],
+      examples: ['cloud sites logs site_abc123 dep_abc123 --follow'],
+    })
       .description('print a deployment’s build log (--follow: live, until the build ends)')
       .argument('<site>', 'the site id')
       .argument('<deployment>', 'the deployment id')
@@ -198,8 +234,10 @@ export default defineCommandGroup({
         cli.print(res, () => [...res.logs.map(logLine), `(${res.status})`].join('\n'));
       });
 
-    sites
-      .command('deployments')
+    documented(sites.command('deployments'), {
+      calls: ['hostingDeploymentsList'],
+      examples: ['cloud sites deployments site_abc123'],
+    })
       .description('list a site’s deployments, newest first')
       .argument('<site>', 'the site id')
       .action(async (siteId: string) => {
@@ -217,8 +255,10 @@ export default defineCommandGroup({
         );
       });
 
-    sites
-      .command('rollback')
+    documented(sites.command('rollback'), {
+      calls: ['hostingSitesRollback'],
+      examples: ['cloud sites rollback site_abc123 dep_abc123'],
+    })
       .description('make an earlier successful deployment live again (no build)')
       .argument('<site>', 'the site id')
       .argument('<deployment>', 'the deployment to make live')
@@ -229,8 +269,10 @@ export default defineCommandGroup({
         cli.print(res, () => `${res.site.name} now serves deployment ${res.site.live_deployment_id}.`);
       });
 
-    sites
-      .command('cancel')
+    documented(sites.command('cancel'), {
+      calls: ['hostingDeploymentsCancel'],
+      examples: ['cloud sites cancel site_abc123 dep_abc123'],
+    })
       .description('cancel a queued or building deployment')
       .argument('<site>', 'the site id')
       .argument('<deployment>', 'the deployment id')
@@ -241,13 +283,81 @@ export default defineCommandGroup({
         cli.print(res, () => deploymentFields(res.deployment));
       });
 
-    sites
-      .command('delete')
+    documented(sites.command('delete'), {
+      calls: ['hostingSitesDelete'],
+      examples: ['cloud sites delete site_abc123'],
+    })
       .description('delete a site and its deployments')
       .argument('<site>', 'the site id')
       .action(async (id: string) => {
         const res = await cli.client().hosting.sites.delete.mutate({ id });
         cli.print(res, () => `Deleted ${id}.`);
+      });
+
+    documented(sites.command('update'), {
+      calls: ['hostingSitesUpdate'],
+      examples: [
+        'cloud sites update site_abc123 --branch release --node-version 22',
+        'cloud sites update site_abc123 --domain www.acme.dev',
+        'cloud sites update site_abc123 --env API_URL=https://api.acme.dev --env MODE=prod',
+      ],
+    })
+      .description('change a site’s settings; the next deployment builds with them')
+      .argument('<site>', 'the site id')
+      .option('--name <name>', 'a new display name (the address stays the same)')
+      .option('--repo <url>', 'another Git repository')
+      .option('--framework <framework>', 'react, nextjs, vue or angular')
+      .option('--branch <branch>', 'the branch deployed by default')
+      .option('--domain <domain>', 'a custom domain')
+      .option('--no-domain', 'remove the custom domain')
+      .option('--build-command <command>', 'the build command')
+      .option('--output-directory <dir>', 'the directory the build writes')
+      .option('--node-version <version>', '18, 20 or 22')
+      .option('--env <KEY=VALUE>', 'replaces every variable of the site by these (repeatable)', collect, [])
+      .option('--clear-env', 'remove every environment variable')
+      .action(async (id: string, o: UpdateOptions) => {
+        const input: UpdateInput = {
+          id,
+          ...(o.name ? { name: o.name } : {}),
+          ...(o.repo ? { git_repo: o.repo } : {}),
+          ...(o.framework ? { framework: o.framework as UpdateInput['framework'] } : {}),
+          ...(o.branch ? { branch: o.branch } : {}),
+          ...(o.domain === false ? { domain: null } : o.domain ? { domain: o.domain } : {}),
+          ...(o.buildCommand ? { build_command: o.buildCommand } : {}),
+          ...(o.outputDirectory ? { output_directory: o.outputDirectory } : {}),
+          ...(o.nodeVersion ? { node_version: o.nodeVersion as UpdateInput['node_version'] } : {}),
+          ...(o.env.length > 0 ? { environment_variables: environmentOf(o.env) } : {}),
+          ...(o.clearEnv ? { environment_variables: {} } : {}),
+        };
+        if (Object.keys(input).length === 1) {
+          throw new CliError('nothing to change: give at least one option (see --help)', EXIT.USAGE);
+        }
+        const res = await cli.client().hosting.sites.update.mutate(input);
+        const site = res.site;
+        cli.print(res, () =>
+          fields({
+            id: site.id,
+            name: site.name,
+            url: site.url,
+            domain: site.domain,
+            repository: `${site.git_repo} (${site.branch})`,
+            framework: site.framework,
+          }),
+        );
+      });
+
+    documented(sites.command('deployment'), {
+      calls: ['hostingDeploymentsGet'],
+      examples: ['cloud sites deployment site_abc123 dep_abc123'],
+    })
+      .description('show one deployment: status, commit, address, duration')
+      .argument('<site>', 'the site id')
+      .argument('<deployment>', 'the deployment id')
+      .action(async (siteId: string, deploymentId: string) => {
+        const res = await cli
+          .client()
+          .hosting.deployments.get.query({ id: siteId, deployment_id: deploymentId });
+        cli.print(res, () => deploymentFields(res.deployment));
       });
   },
 });
