@@ -142,7 +142,7 @@ function emExecutor(em: Em): Db {
       // driver as it is, on the transaction's connection when there is one.
       const runner = em.getTransactionContext<Transaction<unknown>>() ?? em.getConnection().getClient();
       const result = await runner.executeQuery(CompiledQuery.raw(text, values ?? []));
-      return { rows: result.rows as unknown[] };
+      return { rows: result.rows };
     },
   };
 }
@@ -317,7 +317,7 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
     },
 
     async getJob(name, id) {
-      const job = await boss.getJobById<unknown>(name, id);
+      const [job] = await boss.findJobs<unknown>(name, { id });
       if (!job) return null;
       return {
         id: job.id,

@@ -73,7 +73,7 @@ describe('job queue upgraded in place from pg-boss 11', function () {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
-    proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const deadline = Date.now() + 90_000;
     for (;;) {
       if (proc.exitCode !== null) throw new Error(`server exited: ${stderr}`);
@@ -90,7 +90,12 @@ describe('job queue upgraded in place from pg-boss 11', function () {
 
   it('runs the jobs queued before the upgrade, with the schema migrated on start', async () => {
     // The database as the server made it with pg-boss 11: its queues (retries, 15 s expiry) and jobs.
-    const old = new PgBoss11({ connectionString: scratch.url, schema: 'pgboss', supervise: false, schedule: false });
+    const old = new PgBoss11({
+      connectionString: scratch.url,
+      schema: 'pgboss',
+      supervise: false,
+      schedule: false,
+    });
     old.on('error', () => {});
     await old.start();
     const queueOptions = { retryLimit: 3, retryDelay: 1, retryBackoff: false, expireInSeconds: 15 };
