@@ -99,21 +99,6 @@ export async function createConnection(
     const now = ctx.deps.clock.now();
     await lockOwner(tx, actor.userId);
     await assertWithinPlan(tx, ctx.deps, actor.organizationId, 'vpn_connections');
-    let address: string | null = null;
-    if (keys) {
-      // Claims the next tunnel address of the server; the condition re-checks availability under the row lock.
-      const claimed = await tx.execute<{ last_peer_index: number }[]>(
-        `update vpn_servers set last_peer_index = last_peer_index + 1
-          where id = ? and deleted_at is null and status = 'online' and ? = any(protocols)
-          returning last_peer_index`,
-        [server.id, input.protocol],
-      );
-      if (claimed.length === 0) {
-        const message = `The server in ${input.location} stopped accepting connections; try again`;
-        throw validation('location', message);
-      }
-      address = clientAddress(Number(claimed[0]!.last_peer_index));
-    }
     const c = tx.create(VpnConnection, {
       id,
       createdAt: now,
@@ -129,7 +114,7 @@ export async function createConnection(
       autoConnect: input.auto_connect ?? false,
       connectGeneration: 1,
       clientPublicKey: keys?.publicKey ?? null,
-      clientAddress: address,
+      clientAddress: null,
       connectedAt: null,
       lastActivity: null,
       uploadBytes: 0,
@@ -139,11 +124,28 @@ export async function createConnection(
       uploadRate: 0,
       downloadRate: 0,
     });
-    if (onAgent) {
-      await bumpPeers(tx, server.id);
-      return { connection: c, wake: () => peersHub(ctx.deps).wake(server.id) };
+    // The activation job first, the server's row last: the claim below locks that row (every create on the server
+    // queues on it) until the commit, so it is the last statement before the insert and the commit.
+    const wake = onAgent
+      ? () => peersHub(ctx.deps).wake(server.id)
+      : await queueActivation(ctx, tx, { connection_id: id, generation: 1 });
+    let address: string | null = null;
+    if (keys) {
+      // Claims the next tunnel address of the server; the condition re-checks availability under the row lock.
+      const claimed = await tx.execute<{ last_peer_index: number }[]>(
+        `update vpn_servers set last_peer_index = last_peer_index + 1
+          where id = ? and deleted_at is null and status = 'online' and ? = any(protocols)
+          returning last_peer_index`,
+        [server.id, input.protocol],
+      );
+      if (claimed.length === 0) {
+        const message = `The server in ${input.location} stopped accepting connections; try again`;
+        throw validation('location', message);
+      }
+      address = clientAddress(Number(claimed[0]!.last_peer_index));
     }
-    const wake = await queueActivation(ctx, tx, { connection_id: id, generation: 1 });
+    c.clientAddress = address;
+    if (onAgent) await bumpPeers(tx, server.id);
     return { connection: c, wake };
   });
   wake();
