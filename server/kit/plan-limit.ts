@@ -15,9 +15,12 @@ const LABELS: Record<CountedPlanFeature, string> = {
  * The plan-limit check of every create that a plan counts (README, "Plans and limits"): 402 `PLAN_LIMIT_EXCEEDED`
  * with `details: [{resource, limit, current}]` when the organization already uses its plan's limit.
  *
- * Call it first inside the transaction that creates the resource. It locks the organization's row, so concurrent
- * creates of one organization queue on it and each counts what the previous ones committed: a limit is never
- * overshot. The plan is read under the same lock, so a plan change that commits first is the one checked.
+ * Call it first inside the transaction that creates the resource. It reads the organization's plan under a share
+ * lock, held to the commit: a plan change (an update of the row) waits for the creates under way and the creates
+ * after it check the new plan, while creates do not wait for each other on the row, nor block the other writes of the
+ * organization (rows that reference it). Only where the plan sets a limit do the creates of one resource of one
+ * organization queue, on a transaction-level advisory lock of their own (on the database, so across processes too),
+ * and each counts what the previous ones committed: a limit is never overshot.
  */
 export async function assertWithinPlan(
   tx: Em,
@@ -25,10 +28,13 @@ export async function assertWithinPlan(
   organizationId: string,
   feature: CountedPlanFeature,
 ): Promise<void> {
-  const org = await tx.findOneOrFail(Organization, organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  const org = await tx.findOneOrFail(Organization, organizationId, { lockMode: LockMode.PESSIMISTIC_READ });
   // A canceled subscription allows nothing new (limit 0); reads and deletes go on.
   const limit = planLimit(org.plan, feature, org.planStatus);
   if (!Number.isFinite(limit)) return;
+  await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
+    `plan-limit:${organizationId}:${feature}`,
+  ]);
   const current = await deps.registry.usage.current(tx, organizationId, feature, deps.clock.now());
   if (current >= limit) {
     const message =

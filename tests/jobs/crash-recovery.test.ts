@@ -146,6 +146,7 @@ describe('jobs held by a killed process', function () {
     const reader = new pg.Client({ connectionString: scratch!.url });
     await reader.connect();
     let held: { id: string; name: string }[];
+    let killedAt: number | undefined;
     try {
       held = await eventually(
         async () => {
@@ -166,6 +167,7 @@ describe('jobs held by a killed process', function () {
       const exited = new Promise((done) => first.proc.once('exit', done));
       first.proc.kill('SIGKILL');
       await exited;
+      killedAt = Date.now();
       // At the kill, the dead process still holds them.
       expect((await activeJobs(reader)).map((r) => r.id)).to.include.members(held.map((r) => r.id));
     } finally {
@@ -176,6 +178,9 @@ describe('jobs held by a killed process', function () {
     client = undefined;
 
     const second = await startServer(await freePort());
+    // The bound of docs/jobs.md ("Crash recovery: the heartbeat"): within 30 s of the death, or of the start of a
+    // process when none was running.
+    const recoverBy = Math.max(killedAt ?? 0, Date.now()) + 30_000;
     try {
       const login2 = await http(second.baseUrl, 'POST', '/v1/auth/login', { body: owner });
       const token2 = login2.body.token as string;
@@ -197,14 +202,16 @@ describe('jobs held by a killed process', function () {
       await check.connect();
       try {
         // Each held job ran again as a retry of the same job, and completed.
-        const jobs = await check.query<{ id: string; state: string; retry_count: number }>(
-          `select id, state, retry_count from pgboss.job where id = any($1::uuid[])`,
+        const jobs = await check.query<{ id: string; state: string; retry_count: number; started_on: Date }>(
+          `select id, state, retry_count, started_on from pgboss.job where id = any($1::uuid[])`,
           [held.map((r) => r.id)],
         );
         expect(jobs.rows).to.have.length(held.length);
         for (const j of jobs.rows) {
           expect(j.state, `job ${j.id}`).to.equal('completed');
           expect(j.retry_count, `job ${j.id}`).to.be.at.least(1);
+          // The attempt that completed started within the bound.
+          expect(j.started_on.getTime(), `job ${j.id} started again`).to.be.below(recoverBy);
         }
         // One vpn.connected event per connection, one delivery of each to the webhook.
         const events = await check.query<{ id: string; n: number }>(

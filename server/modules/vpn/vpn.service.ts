@@ -95,25 +95,27 @@ export async function createConnection(
   const keys = input.protocol === 'wireguard' ? generateWireguardKeyPair() : null;
   const id = newId('vpn');
 
+  const serverGone = () =>
+    validation('location', `The server in ${input.location} stopped accepting connections; try again`);
+  // Claims the server's next tunnel address in a statement of its own, before the transaction: the server's row is
+  // locked for that statement only, not until the create commits (every create on the server would queue on it). An
+  // address claimed by a create that fails afterwards is not used again (4 million per server).
+  let address: string | null = null;
+  if (keys) {
+    const claimed = await ctx.em.execute<{ last_peer_index: number }[]>(
+      `update vpn_servers set last_peer_index = last_peer_index + 1
+        where id = ? and deleted_at is null and status = 'online' and ? = any(protocols)
+        returning last_peer_index`,
+      [server.id, input.protocol],
+    );
+    if (claimed.length === 0) throw serverGone();
+    address = clientAddress(Number(claimed[0]!.last_peer_index));
+  }
+
   const { connection, wake } = await ctx.em.transactional(async (tx) => {
     const now = ctx.deps.clock.now();
     await lockOwner(tx, actor.userId);
     await assertWithinPlan(tx, ctx.deps, actor.organizationId, 'vpn_connections');
-    let address: string | null = null;
-    if (keys) {
-      // Claims the next tunnel address of the server; the condition re-checks availability under the row lock.
-      const claimed = await tx.execute<{ last_peer_index: number }[]>(
-        `update vpn_servers set last_peer_index = last_peer_index + 1
-          where id = ? and deleted_at is null and status = 'online' and ? = any(protocols)
-          returning last_peer_index`,
-        [server.id, input.protocol],
-      );
-      if (claimed.length === 0) {
-        const message = `The server in ${input.location} stopped accepting connections; try again`;
-        throw validation('location', message);
-      }
-      address = clientAddress(Number(claimed[0]!.last_peer_index));
-    }
     const c = tx.create(VpnConnection, {
       id,
       createdAt: now,
@@ -129,7 +131,7 @@ export async function createConnection(
       autoConnect: input.auto_connect ?? false,
       connectGeneration: 1,
       clientPublicKey: keys?.publicKey ?? null,
-      clientAddress: address,
+      clientAddress: null,
       connectedAt: null,
       lastActivity: null,
       uploadBytes: 0,
@@ -139,11 +141,20 @@ export async function createConnection(
       uploadRate: 0,
       downloadRate: 0,
     });
-    if (onAgent) {
-      await bumpPeers(tx, server.id);
-      return { connection: c, wake: () => peersHub(ctx.deps).wake(server.id) };
-    }
-    const wake = await queueActivation(ctx, tx, { connection_id: id, generation: 1 });
+    // The server still accepts connections, under a key-share lock held to the commit: its removal (which locks the
+    // row for update) waits for the creates under way and finds their connections; creates do not wait for each other.
+    const open = await tx.execute<{ id: string }[]>(
+      `select id from vpn_servers
+        where id = ? and deleted_at is null and status = 'online' and ? = any(protocols)
+          for key share`,
+      [server.id, input.protocol],
+    );
+    if (open.length === 0) throw serverGone();
+    c.clientAddress = address;
+    if (onAgent) await bumpPeers(tx, server.id);
+    const wake = onAgent
+      ? () => peersHub(ctx.deps).wake(server.id)
+      : await queueActivation(ctx, tx, { connection_id: id, generation: 1 });
     return { connection: c, wake };
   });
   wake();
