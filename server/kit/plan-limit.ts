@@ -28,14 +28,44 @@ export async function assertWithinPlan(
   organizationId: string,
   feature: CountedPlanFeature,
 ): Promise<void> {
-  const org = await tx.findOneOrFail(Organization, organizationId, { lockMode: LockMode.PESSIMISTIC_READ });
+  await checkPlan(tx, deps, organizationId, feature, true);
+}
+
+/**
+ * The same check without a lock, before a create spends something that is not given back (a VPN server's tunnel
+ * address): an organization at its limit is refused without it. Not exact under concurrency, so the create still
+ * calls {@link assertWithinPlan} in its transaction.
+ */
+export async function precheckPlan(
+  em: Em,
+  deps: AppDeps,
+  organizationId: string,
+  feature: CountedPlanFeature,
+): Promise<void> {
+  await checkPlan(em, deps, organizationId, feature, false);
+}
+
+async function checkPlan(
+  em: Em,
+  deps: AppDeps,
+  organizationId: string,
+  feature: CountedPlanFeature,
+  locked: boolean,
+): Promise<void> {
+  const org = await em.findOneOrFail(
+    Organization,
+    organizationId,
+    locked ? { lockMode: LockMode.PESSIMISTIC_READ } : { refresh: true },
+  );
   // A canceled subscription allows nothing new (limit 0); reads and deletes go on.
   const limit = planLimit(org.plan, feature, org.planStatus);
   if (!Number.isFinite(limit)) return;
-  await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
-    `plan-limit:${organizationId}:${feature}`,
-  ]);
-  const current = await deps.registry.usage.current(tx, organizationId, feature, deps.clock.now());
+  if (locked) {
+    await em.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
+      `plan-limit:${organizationId}:${feature}`,
+    ]);
+  }
+  const current = await deps.registry.usage.current(em, organizationId, feature, deps.clock.now());
   if (current >= limit) {
     const message =
       org.planStatus === 'canceled'

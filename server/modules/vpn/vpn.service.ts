@@ -9,7 +9,7 @@ import { recordEvent } from '../../events/record-event.js';
 import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import type { ActorContext } from '../../kit/deps.js';
-import { assertWithinPlan } from '../../kit/plan-limit.js';
+import { assertWithinPlan, precheckPlan } from '../../kit/plan-limit.js';
 import { vpnDisconnected } from './vpn.events.js';
 import { vpnActivateJob, type ActivateJobData } from './vpn.jobs.js';
 import { VpnConnection } from './vpn-connection.entity.js';
@@ -99,9 +99,11 @@ export async function createConnection(
     validation('location', `The server in ${input.location} stopped accepting connections; try again`);
   // Claims the server's next tunnel address in a statement of its own, before the transaction: the server's row is
   // locked for that statement only, not until the create commits (every create on the server would queue on it). An
-  // address claimed by a create that fails afterwards is not used again (4 million per server).
+  // address claimed by a create that fails afterwards is not used again (4 million per server); an organization at
+  // its plan's limit is refused before any is claimed.
   let address: string | null = null;
   if (keys) {
+    await precheckPlan(ctx.em, ctx.deps, actor.organizationId, 'vpn_connections');
     const claimed = await ctx.em.execute<{ last_peer_index: number }[]>(
       `update vpn_servers set last_peer_index = last_peer_index + 1
         where id = ? and deleted_at is null and status = 'online' and ? = any(protocols)

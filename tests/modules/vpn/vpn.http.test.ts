@@ -346,8 +346,19 @@ describe('VPN over HTTP', () => {
     it('answers 402 PLAN_LIMIT_EXCEEDED beyond the starter limit of 10', async () => {
       const owner = await createOrg(s.deps);
       await fill(owner, 10);
+      const claimed = async () =>
+        Number(
+          (
+            await s.deps.db.orm.em
+              .fork()
+              .execute<{ n: string }[]>('select coalesce(sum(last_peer_index), 0) as n from vpn_servers')
+          )[0]!.n,
+        );
+      const before = await claimed();
       const res = await createConnection(s.baseUrl, owner.token);
       expect(res.status).to.equal(402);
+      // Refused before a tunnel address of a server is claimed: none is spent.
+      expect(await claimed()).to.equal(before);
       expect(res.body.error.code).to.equal('PLAN_LIMIT_EXCEEDED');
       expect(res.body.error.details).to.deep.equal([{ resource: 'vpn_connections', limit: 10, current: 10 }]);
       expect(await countConnections(s.deps, owner.organizationId)).to.equal(10);
