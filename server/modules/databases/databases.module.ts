@@ -40,6 +40,8 @@ export const databasesModule: ModuleManifest<'databases', DatabasesRuntime> = de
   name: 'databases',
   router: databasesRouter,
   create: createDatabasesRuntime,
+  // The real drivers' admin connection pools close with the process.
+  stop: (runtime) => runtime.driver.close(),
   entities: [ManagedDatabase, DatabaseBackup, DatabaseUsagePeriod],
   migrations: [
     { name: 'Migration20261121000050_databases', class: Migration20261121000050_databases },

@@ -10,7 +10,14 @@ import { recordEvent } from '../../events/record-event.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { assertWithinPlan } from '../../kit/plan-limit.js';
 import { sha256Hex } from '../../lib/crypto.js';
-import { AppError, conflict, validation } from '../../lib/errors.js';
+import {
+  conflict,
+  notFound,
+  serviceUnavailable,
+  unsupportedPlacement,
+  validation,
+  type AppError,
+} from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import {
@@ -52,7 +59,7 @@ import { DatabaseBackup } from './database-backup.entity.js';
 import { ManagedDatabase } from './database.entity.js';
 
 export function databaseNotFound(): AppError {
-  return new AppError('NOT_FOUND', 'Database not found');
+  return notFound('Database');
 }
 
 /**
@@ -267,10 +274,9 @@ async function placeDatabase(
 ): Promise<Placement> {
   const places = driver.placements(spec);
   if (!places.length) {
-    throw new AppError(
-      'UNSUPPORTED_PLACEMENT',
+    throw unsupportedPlacement(
       `No ${spec.engine} server takes new databases in ${spec.region}: choose another engine or region`,
-      { details: [{ path: 'engine', message: `No ${spec.engine} server in ${spec.region}` }] },
+      [{ path: 'engine', message: `No ${spec.engine} server in ${spec.region}` }],
     );
   }
   if (places.length === 1) return places[0]!;
@@ -465,8 +471,7 @@ export async function resetPassword(
       await driver.setPassword(instanceOf(d), password);
     } catch (err) {
       deps.log.warn({ database_id: d.id, err: (err as Error).message }, 'database password reset failed');
-      throw new AppError(
-        'SERVICE_UNAVAILABLE',
+      throw serviceUnavailable(
         'The database server did not answer; the password is unchanged. Try again shortly',
       );
     }
