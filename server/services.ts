@@ -14,6 +14,7 @@ import type { AppDeps, Logger } from './kit/deps.js';
 import { buildRegistry } from './kit/registry.js';
 import {
   createModuleRuntimes,
+  stopModuleRuntimes,
   defineModuleJobs,
   ProcessRuntime,
   type ModuleOverrides,
@@ -201,6 +202,7 @@ async function stopInOrder(deps: AppDeps): Promise<void> {
   const shared = deps.apiUsage.shared;
   if (shared) await step('redis', 5_000, () => shared.close());
   await step('job queue', 15_000, () => deps.jobs.stop(10_000));
+  await step('module runtimes', 10_000, () => stopModuleRuntimes(deps));
   await step('database', 10_000, () => deps.db.close());
   await step('password hashing', 5_000, () => deps.passwords.close());
   await step('mail', 5_000, async () => deps.mail.close?.());

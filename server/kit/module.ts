@@ -135,6 +135,11 @@ export interface ModuleManifest<Name extends string = string, Runtime = unknown>
    * object, so that a test can override a piece of it (`startTestServer({ modules: { <name>: { driver } } })`).
    */
   create?: (deps: AppDeps, config: Config) => Runtime | Promise<Runtime>;
+  /**
+   * Releases what `create` opened (a driver's connection pools) when the process stops, after the job queue (no job
+   * uses it any more) and before the database closes.
+   */
+  stop?(runtime: Runtime): Promise<void>;
   /** The tRPC router of the module, if it serves procedures (checked against server/router.ts by a test). */
   router?: AnyTRPCRouter;
   /** MikroORM entities (defineEntity classes). */

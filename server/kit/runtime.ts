@@ -25,6 +25,18 @@ export async function createModuleRuntimes(deps: AppDeps, overrides: ModuleOverr
   }
 }
 
+/** Releases every module's runtime (manifest `stop`), in reverse manifest order; each is asked even if one fails. */
+export async function stopModuleRuntimes(deps: AppDeps): Promise<void> {
+  const built = deps.modules as unknown as Record<string, unknown>;
+  const failures: unknown[] = [];
+  for (const m of [...deps.registry.modules].reverse()) {
+    const runtime = built[m.name];
+    if (!m.stop || runtime === undefined) continue;
+    await m.stop(runtime).catch((err: unknown) => failures.push(err));
+  }
+  if (failures.length > 0) throw failures[0];
+}
+
 /** What a process started and must stop: its modules' running workers, and its stop once asked. */
 export class ProcessRuntime {
   private workers: RunningWorker[] = [];

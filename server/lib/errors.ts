@@ -136,6 +136,12 @@ export const planLimitExceeded = (
   detail: { resource: string; limit: number; current: number },
 ) => new AppError('PLAN_LIMIT_EXCEEDED', message, { details: [detail] });
 
+/** 409: with real servers configured, none takes new databases of that engine and region (README, "Databases"). */
+export const unsupportedPlacement = (message: string, details?: ErrorDetail[]) =>
+  new AppError('UNSUPPORTED_PLACEMENT', message, { details });
+/** 503: a system the request needs did not answer; nothing was changed, the request can be retried. */
+export const serviceUnavailable = (message: string) => new AppError('SERVICE_UNAVAILABLE', message);
+
 /** The one wording of a 400 `VALIDATION_ERROR`: `Invalid request: <path>: <message>` of its first detail. */
 export function validationMessage(path: string, message: string): string {
   return `Invalid request: ${path ? `${path}: ` : ''}${message}`;

@@ -1,10 +1,6 @@
-import type { FilterQuery } from '@mikro-orm/core';
 import { pageFields, pageRequest } from '../../lib/pagination.js';
-import type { ListCountSpec } from '../../db/list-counts.js';
-import { findPage } from '../../db/pagination.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { conflict } from '../../lib/errors.js';
-import { BACKUP_STATUSES, BACKUP_TYPES } from './databases.constants.js';
 import { toBackupDto } from './databases.dto.js';
 import { runAll, startBackup } from './databases.jobs.js';
 import type {
@@ -13,31 +9,14 @@ import type {
   TListBackupsInput,
   TListBackupsOutput,
 } from './databases.schema.js';
-import { databaseNotFound, lockDatabase, scopedDatabaseFilter } from './databases.service.js';
-import { DatabaseBackup } from './database-backup.entity.js';
-import { ManagedDatabase } from './database.entity.js';
-
-/** A database's backup list's maintained counts (migration 30, list_counts). */
-const BACKUP_COUNTS: ListCountSpec = {
-  list: 'database_backups',
-  scope: 'database',
-  dims: [
-    { key: 'type', values: BACKUP_TYPES },
-    { key: 'status', values: BACKUP_STATUSES },
-  ],
-};
+import { findDatabase, lockDatabase, storeOf } from './databases.service.js';
 
 /** The backups of one database, newest first (a page list); filters `type` and `status`. */
 export async function listBackups(ctx: ActorContext, input: TListBackupsInput): Promise<TListBackupsOutput> {
-  const d = await ctx.em.findOne(ManagedDatabase, scopedDatabaseFilter(ctx.actor, input.id));
-  if (!d) throw databaseNotFound();
-  const filter: Record<string, string> = { database: d.id };
-  if (input.type) filter.type = input.type;
-  if (input.status) filter.status = input.status;
+  const store = storeOf(ctx);
+  const d = await findDatabase(store, ctx.actor, input.id);
   const request = pageRequest(input);
-  const page = await findPage(ctx.em, DatabaseBackup, filter as FilterQuery<DatabaseBackup>, request, {
-    counted: { spec: BACKUP_COUNTS, filter },
-  });
+  const page = await store.backupPage(d.id, { type: input.type, status: input.status }, request);
   return {
     success: true,
     backups: page.items.map((b) => toBackupDto(b, d)),
@@ -48,7 +27,7 @@ export async function listBackups(ctx: ActorContext, input: TListBackupsInput): 
 /** A manual backup: `pending` now, `completed` after the provisioning delay; only while `running`. */
 export async function createBackup(ctx: ActorContext, input: TCreateBackupInput): Promise<TBackupOutput> {
   const { actor, deps } = ctx;
-  const { backup, database, wake } = await ctx.em.transactional(async (tx) => {
+  const { backup, database, wake } = await storeOf(ctx).transaction(async (tx) => {
     const now = deps.clock.now();
     const d = await lockDatabase(tx, actor, input.id);
     if (d.status !== 'running') {

@@ -136,4 +136,6 @@ export const FINAL_BACKUP_KEPT_DAYS = 7;
 export const DAY_MS = 86_400_000;
 
 /** Names: 1 to 63 lowercase letters, digits and `-`, starting with a letter. */
+/** A database's name: 1 to 63 characters (conventions §12), the longest label of a host name. */
+export const DATABASE_NAME_MAX_LENGTH = 63;
 export const DATABASE_NAME_PATTERN = /^[a-z][a-z0-9-]{0,62}$/;

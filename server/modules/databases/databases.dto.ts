@@ -13,7 +13,7 @@ import type { DatabaseDriver, DatabaseInstance, InstanceMetrics } from './databa
 import type { DatabaseBackup } from './database-backup.entity.js';
 import type { TBackup, TDatabase, TDatabaseDetail } from './databases.schema.js';
 
-/** What the views need of a database: the entity, or a row of the list query (databases.queries.ts). */
+/** What the views need of a database: the entity, or a row of the list query (databases.repository.ts). */
 export interface DatabaseView {
   id: string;
   name: string;

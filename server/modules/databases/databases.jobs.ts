@@ -1,16 +1,13 @@
-import { LockMode } from '@mikro-orm/core';
-import type { Em } from '../../db/orm.js';
-import { recordEvent } from '../../events/record-event.js';
-import type { JobInfo, JobRef } from '../../jobs/queue.js';
+import type { JobInfo } from '../../jobs/queue.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { defineJob } from '../../kit/jobs.js';
 import { newId } from '../../lib/ids.js';
 import { DAY_MS, FINAL_BACKUP_KEPT_DAYS, SIZE_SPECS, type BackupType } from './databases.constants.js';
 import { instanceOf, metricsOf, toBackupDto, toDatabaseDetailDto } from './databases.dto.js';
 import { databaseBackupCompleted, databaseUpdated } from './databases.events.js';
-import { DatabaseBackup } from './database-backup.entity.js';
-import { ManagedDatabase } from './database.entity.js';
-import { DatabaseUsagePeriod } from './database-usage-period.entity.js';
+import type { DatabasesTx } from './databases.repository.js';
+import type { DatabaseBackup } from './database-backup.entity.js';
+import type { ManagedDatabase } from './database.entity.js';
 
 /**
  * The life of a database on the durable job queue (README, "Databases"). Every change of state is written in the
@@ -98,58 +95,26 @@ export const DATABASE_JOBS = [
 /** Something to do once the transaction that queued jobs has committed. */
 export type AfterCommit = () => void;
 
-/**
- * Queues `job` inside the transaction `tx` and returns what wakes its worker when it is due (rather than at its
- * next poll). Call the returned function after the commit.
- */
-export async function queue<T extends object>(
-  deps: AppDeps,
-  tx: Em,
-  job: JobRef<T>,
-  data: T,
-  delayMs: number,
-): Promise<AfterCommit> {
-  await deps.jobs.send(job, data, { em: tx, delayMs });
-  return () => {
-    if (delayMs < 60_000) setTimeout(() => deps.jobs.notify(job.name), delayMs + 25).unref();
-  };
-}
+/** The module's store through a new EntityManager (a job's). */
+const storeOf = (deps: AppDeps) => deps.modules.databases.repository.fresh();
 
 export const runAll = (fns: readonly AfterCommit[]) => {
   for (const fn of fns) fn();
 };
-
-// ---------- billable periods ----------
-
-/** Starts a billable period of the database at its current size. */
-export function openUsagePeriod(tx: Em, d: ManagedDatabase, now: Date): void {
-  tx.create(DatabaseUsagePeriod, {
-    organization: d.organization,
-    database: d,
-    size: d.size,
-    startedAt: now,
-    endedAt: null,
-  });
-}
-
-/** Ends the database's open billable period, if any. */
-export async function closeUsagePeriod(tx: Em, databaseId: string, now: Date): Promise<void> {
-  await tx.nativeUpdate(DatabaseUsagePeriod, { database: databaseId, endedAt: null }, { endedAt: now });
-}
 
 // ---------- automatic backups ----------
 
 /** (Re)starts the automatic backups of `d`: the first one `BACKUP_INTERVAL` from now. */
 export async function scheduleAutomaticBackups(
   deps: AppDeps,
-  tx: Em,
+  tx: DatabasesTx,
   d: ManagedDatabase,
   now: Date,
   delayMs = deps.config.databases.backupIntervalMs,
 ): Promise<AfterCommit> {
   d.backupSchedule += 1;
   d.nextBackupAt = new Date(now.getTime() + delayMs);
-  return queue(deps, tx, databasesAutoBackupJob, { database_id: d.id, schedule: d.backupSchedule }, delayMs);
+  return tx.queue(databasesAutoBackupJob, { database_id: d.id, schedule: d.backupSchedule }, delayMs);
 }
 
 /** Stops the automatic backups of `d` (a job already queued finds its schedule outdated and does nothing). */
@@ -164,13 +129,9 @@ export function stopAutomaticBackups(d: ManagedDatabase): void {
  */
 export async function runAutomaticBackup(deps: AppDeps, data: AutoBackupJobData): Promise<void> {
   const after: AfterCommit[] = [];
-  await deps.db.orm.em.fork().transactional(async (tx) => {
+  await storeOf(deps).transaction(async (tx) => {
     const now = deps.clock.now();
-    const d = await tx.findOne(
-      ManagedDatabase,
-      { id: data.database_id, removedAt: null },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+    const d = await tx.lockDatabase(data.database_id);
     if (!d || d.backupSchedule !== data.schedule || !d.backupEnabled || d.status === 'deleting') return;
     if (d.status !== 'running') {
       after.push(await scheduleAutomaticBackups(deps, tx, d, now, deps.config.provisioningDelayMs + 1000));
@@ -197,7 +158,7 @@ const stamp = (d: Date) =>
 /** Records a new `pending` backup of `d` and queues its completion. */
 export async function startBackup(
   deps: AppDeps,
-  tx: Em,
+  tx: DatabasesTx,
   d: ManagedDatabase,
   type: BackupType,
   now: Date,
@@ -205,11 +166,10 @@ export async function startBackup(
 ): Promise<{ backup: DatabaseBackup; wake: AfterCommit }> {
   const id = newId('backup');
   const op = await deps.modules.databases.driver.startBackup(instanceOf(d), id);
-  const backup = tx.create(DatabaseBackup, {
+  const backup = tx.createBackup({
     id,
     createdAt: now,
     updatedAt: now,
-    organization: d.organization,
     database: d,
     type,
     status: 'pending',
@@ -219,7 +179,7 @@ export async function startBackup(
     completedAt: null,
     expiresAt: opts.expiresAt ?? null,
   });
-  const wake = await queue(deps, tx, databasesCompleteBackupJob, { backup_id: id }, op.readyInMs);
+  const wake = await tx.queue(databasesCompleteBackupJob, { backup_id: id }, op.readyInMs);
   return { backup, wake };
 }
 
@@ -235,7 +195,7 @@ function reasonOf(err: unknown): string {
 
 /** `pending` → `completed` (or `failed` with `reason`), inside `tx`: `last_backup`, `database.backup.completed`. */
 function finishBackup(
-  tx: Em,
+  tx: DatabasesTx,
   b: DatabaseBackup,
   d: ManagedDatabase,
   now: Date,
@@ -252,7 +212,7 @@ function finishBackup(
   b.failureReason = null;
   b.completedAt = now;
   if (!d.lastBackupAt || d.lastBackupAt < now) d.lastBackupAt = now;
-  recordEvent(tx, databaseBackupCompleted, toBackupDto(b, d), b.organization.id, now);
+  tx.recordEvent(databaseBackupCompleted, toBackupDto(b, d), b.organization.id, now);
 }
 
 /**
@@ -266,10 +226,10 @@ export async function completeBackup(
   backupId: string,
   opts: { job?: JobInfo; sweep?: boolean } = {},
 ): Promise<void> {
-  const em = deps.db.orm.em.fork();
-  const pending = await em.findOne(DatabaseBackup, { id: backupId, status: 'pending' });
+  const store = storeOf(deps);
+  const pending = await store.findPendingBackup(backupId);
   if (!pending) return;
-  const source = await em.findOne(ManagedDatabase, { id: pending.database.id, removedAt: null });
+  const source = await store.findLiveDatabase(pending.database.id);
   if (!source) return;
   const now = deps.clock.now();
   if (opts.sweep && source.server && now.getTime() - pending.createdAt.getTime() < 3_600_000) return;
@@ -281,14 +241,10 @@ export async function completeBackup(
     if (retriesLeft(opts.job)) throw new Error(reasonOf(err), { cause: err });
     result = { reason: reasonOf(err) };
   }
-  await deps.db.orm.em.fork().transactional(async (tx) => {
-    const d = await tx.findOne(ManagedDatabase, { id: source.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  await storeOf(deps).transaction(async (tx) => {
+    const d = await tx.lockDatabase(source.id, {}, { removed: true });
     if (!d || d.removedAt) return;
-    const b = await tx.findOne(
-      DatabaseBackup,
-      { id: backupId },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
-    );
+    const b = await tx.lockBackup(backupId);
     if (!b || b.status !== 'pending') return;
     finishBackup(tx, b, d, deps.clock.now(), result);
   });
@@ -303,8 +259,7 @@ export async function completeBackup(
  * a resize that fails stays `resizing` with the reason, and the sweep tries it again every minute.
  */
 export async function finishTransition(deps: AppDeps, data: TransitionJobData, job?: JobInfo): Promise<void> {
-  const em = deps.db.orm.em.fork();
-  const current = await em.findOne(ManagedDatabase, { id: data.database_id, removedAt: null });
+  const current = await storeOf(deps).findLiveDatabase(data.database_id);
   if (!current || current.generation !== data.generation) return;
   if (current.status !== 'creating' && current.status !== 'resizing') return;
   let failure: string | null = null;
@@ -327,12 +282,8 @@ export async function finishTransition(deps: AppDeps, data: TransitionJobData, j
       failure = reasonOf(err);
     }
   }
-  await deps.db.orm.em.fork().transactional(async (tx) => {
-    const d = await tx.findOne(
-      ManagedDatabase,
-      { id: data.database_id, removedAt: null },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+  await storeOf(deps).transaction(async (tx) => {
+    const d = await tx.lockDatabase(data.database_id);
     if (!d || d.generation !== data.generation) return;
     if (d.status !== 'creating' && d.status !== 'resizing') return;
     const now = deps.clock.now();
@@ -343,9 +294,8 @@ export async function finishTransition(deps: AppDeps, data: TransitionJobData, j
         d.updatedAt = now;
         d.nextBackupAt = null;
         d.backupSchedule += 1;
-        await closeUsagePeriod(tx, d.id, now);
-        recordEvent(
-          tx,
+        await tx.closeUsagePeriod(d.id, now);
+        tx.recordEvent(
           databaseUpdated,
           toDatabaseDetailDto(d, await metricsOf(d, deps.modules.databases.driver, now)),
           d.organization.id,
@@ -374,17 +324,13 @@ export async function removeDatabase(
   job?: JobInfo,
 ): Promise<boolean> {
   const driver = deps.modules.databases.driver;
-  const em = deps.db.orm.em.fork();
-  const pre = await em.findOne(ManagedDatabase, { id: databaseId, removedAt: null });
+  const store = storeOf(deps);
+  const pre = await store.findLiveDatabase(databaseId);
   if (!pre || pre.status !== 'deleting') return false;
   if (generation !== undefined && pre.generation !== generation) return false;
   let lastDump: { id: string; sizeBytes: number } | null = null;
   if (pre.server) {
-    const final = await em.findOne(
-      DatabaseBackup,
-      { database: pre.id, type: 'final' },
-      { orderBy: { createdAt: 'desc', id: 'desc' } },
-    );
+    const final = await store.latestFinalBackup(pre.id);
     if (final) {
       try {
         lastDump = {
@@ -400,20 +346,12 @@ export async function removeDatabase(
       }
     }
   }
-  return deps.db.orm.em.fork().transactional(async (tx) => {
+  return storeOf(deps).transaction(async (tx) => {
     const now = deps.clock.now();
-    const d = await tx.findOne(
-      ManagedDatabase,
-      { id: databaseId, removedAt: null },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+    const d = await tx.lockDatabase(databaseId);
     if (!d || d.status !== 'deleting') return false;
     if (generation !== undefined && d.generation !== generation) return false;
-    const backups = await tx.find(
-      DatabaseBackup,
-      { database: d.id },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { createdAt: 'asc', id: 'asc' } },
-    );
+    const backups = await tx.lockBackupsOf(d.id);
     const keepUntil = new Date(now.getTime() + FINAL_BACKUP_KEPT_DAYS * DAY_MS);
     for (const b of backups) {
       if (b.type === 'final') {
@@ -429,11 +367,11 @@ export async function removeDatabase(
         b.updatedAt = now;
       } else {
         await driver.deleteBackup(b.id);
-        tx.remove(b);
+        tx.removeBackup(b);
       }
     }
     await driver.destroy(instanceOf(d));
-    await closeUsagePeriod(tx, d.id, now);
+    await tx.closeUsagePeriod(d.id, now);
     d.removedAt = now;
     d.updatedAt = now;
     d.nextBackupAt = null;
@@ -446,16 +384,12 @@ export async function removeDatabase(
 /** Removes the backups whose `expires_at` has passed (at most `batch` per call); returns how many. */
 export async function pruneExpiredBackups(deps: AppDeps, batch = 500): Promise<number> {
   const driver = deps.modules.databases.driver;
-  return deps.db.orm.em.fork().transactional(async (tx) => {
+  return storeOf(deps).transaction(async (tx) => {
     const now = deps.clock.now();
-    const expired = await tx.find(
-      DatabaseBackup,
-      { expiresAt: { $lte: now } },
-      { limit: batch, lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+    const expired = await tx.lockExpiredBackups(now, batch);
     for (const b of expired) {
       await driver.deleteBackup(b.id);
-      tx.remove(b);
+      tx.removeBackup(b);
     }
     return expired.length;
   });
@@ -469,15 +403,11 @@ export async function sweepDatabases(
   deps: AppDeps,
 ): Promise<{ removedBackups: number; removedDatabases: number; finished: number }> {
   const now = deps.clock.now();
-  const em = deps.db.orm.em.fork();
+  const store = storeOf(deps);
   const removedBackups = await pruneExpiredBackups(deps);
 
   let removedDatabases = 0;
-  const due = await em.find(
-    ManagedDatabase,
-    { status: 'deleting', removedAt: null, deletionScheduledAt: { $lte: now } },
-    { fields: ['id'], limit: 500 },
-  );
+  const due = await store.deletionsDue(now, 500);
   for (const d of due) {
     try {
       if (await removeDatabase(deps, d.id)) removedDatabases++;
@@ -488,21 +418,13 @@ export async function sweepDatabases(
 
   const overdue = new Date(now.getTime() - deps.config.provisioningDelayMs - 60_000);
   let finished = 0;
-  const stuck = await em.find(
-    ManagedDatabase,
-    { status: { $in: ['creating', 'resizing'] }, removedAt: null, updatedAt: { $lt: overdue } },
-    { fields: ['id', 'generation'], limit: 500 },
-  );
+  const stuck = await store.stuckTransitions(overdue, 500);
   for (const d of stuck) {
     await finishTransition(deps, { database_id: d.id, generation: d.generation });
     finished++;
   }
   await enforceStorage(deps);
-  const pending = await em.find(
-    DatabaseBackup,
-    { status: 'pending', createdAt: { $lt: overdue } },
-    { fields: ['id'], limit: 500 },
-  );
+  const pending = await store.overdueBackups(overdue, 500);
   for (const b of pending) {
     await completeBackup(deps, b.id, { sweep: true });
     finished++;
@@ -520,12 +442,7 @@ export async function enforceStorage(
   limitBytes: (d: ManagedDatabase) => number = (d) => SIZE_SPECS[d.size].storageGb * 1e9,
 ): Promise<number> {
   const driver = deps.modules.databases.driver;
-  const em = deps.db.orm.em.fork();
-  const real = await em.find(
-    ManagedDatabase,
-    { server: { $ne: null }, status: 'running', removedAt: null },
-    { limit: 1000 },
-  );
+  const real = await storeOf(deps).runningOnServers(1000);
   let changed = 0;
   for (const d of real) {
     let over: boolean;
@@ -539,18 +456,13 @@ export async function enforceStorage(
       deps.log.warn({ database_id: d.id, err: reasonOf(err) }, 'database storage check failed');
       continue;
     }
-    await deps.db.orm.em.fork().transactional(async (tx) => {
+    await storeOf(deps).transaction(async (tx) => {
       const now = deps.clock.now();
-      const locked = await tx.findOne(
-        ManagedDatabase,
-        { id: d.id },
-        { lockMode: LockMode.PESSIMISTIC_WRITE },
-      );
+      const locked = await tx.lockDatabase(d.id, {}, { removed: true });
       if (!locked) return;
       locked.readOnly = over;
       locked.updatedAt = now;
-      recordEvent(
-        tx,
+      tx.recordEvent(
         databaseUpdated,
         toDatabaseDetailDto(locked, await metricsOf(locked, driver, now)),
         locked.organization.id,

@@ -9,6 +9,11 @@ import { DATABASE_EVENTS } from './databases.events.js';
 import { DirectoryBackupStore } from './drivers/backup-store.js';
 import { HostedDatabaseDriver } from './drivers/hosted-databases.driver.js';
 import { DATABASE_JOBS } from './databases.jobs.js';
+import {
+  DATABASES_TABLES,
+  mikroDatabasesRepository,
+  type DatabasesRepository,
+} from './databases.repository.js';
 import { databasesRouter } from './databases.router.js';
 import { databasesUsageCounter, databasesUsageReporter } from './databases.usage.js';
 import { Migration20261121000050_databases } from './migrations/Migration20261121000050_databases.js';
@@ -19,6 +24,8 @@ import { SimulatedDatabaseDriver } from './simulated-databases.driver.js';
 export interface DatabasesRuntime {
   /** The database hosts (databases.driver.ts). */
   readonly driver: DatabaseDriver;
+  /** Every query of the module (databases.repository.ts). */
+  readonly repository: DatabasesRepository;
 }
 
 /**
@@ -32,6 +39,7 @@ function createDatabasesRuntime(deps: AppDeps, config: Config): DatabasesRuntime
     driver: hosts
       ? new HostedDatabaseDriver(hosts, new DirectoryBackupStore(backupDir), deps.log)
       : new SimulatedDatabaseDriver(config.provisioningDelayMs),
+    repository: mikroDatabasesRepository(deps),
   };
 }
 
@@ -40,6 +48,8 @@ export const databasesModule: ModuleManifest<'databases', DatabasesRuntime> = de
   name: 'databases',
   router: databasesRouter,
   create: createDatabasesRuntime,
+  // The real drivers' admin connection pools close with the process.
+  stop: (runtime) => runtime.driver.close(),
   entities: [ManagedDatabase, DatabaseBackup, DatabaseUsagePeriod],
   migrations: [
     { name: 'Migration20261121000050_databases', class: Migration20261121000050_databases },
@@ -49,9 +59,15 @@ export const databasesModule: ModuleManifest<'databases', DatabasesRuntime> = de
   events: DATABASE_EVENTS,
   // Deleting a user moves their databases (removed ones included) to the user who deleted them;
   // `activity.databases_created` counts those not removed.
-  ownedResources: [{ table: 'databases', activity: 'databases_created', countWhere: '"removed_at" is null' }],
+  ownedResources: [
+    { table: DATABASES_TABLES.databases, activity: 'databases_created', countWhere: '"removed_at" is null' },
+  ],
   organizationRows: {
-    remove: [{ table: 'database_backups' }, { table: 'database_usage_periods' }, { table: 'databases' }],
+    remove: [
+      { table: DATABASES_TABLES.backups },
+      { table: DATABASES_TABLES.usagePeriods },
+      { table: DATABASES_TABLES.databases },
+    ],
   },
   usage: [databasesUsageCounter],
   usageReport: databasesUsageReporter,

@@ -45,8 +45,8 @@ const backupsRouter = router({
         description:
           'Accepted: the backup is `pending`, then `completed` after the provisioning delay (emitting ' +
           '`database.backup.completed`). Manual backups do not expire. Only while the database is `running`.',
-        errorResponses: { 409: 'The database is not `running`' },
       },
+      errors: { CONFLICT: 'The database is not `running`' },
       successStatus: 202,
     })
     .input(ZCreateBackupInput)
@@ -86,12 +86,11 @@ export const databasesRouter = router({
           'completed backup (a real one restores its dump). Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`. ' +
           'With `DATABASE_HOSTS` set, an engine or region that has no server taking new databases (MongoDB ' +
           'always) is refused with 409 `UNSUPPORTED_PLACEMENT`.',
-        errorResponses: {
-          402: 'The plan allows no more databases; details name `{resource, limit, current}`',
-          409:
-            '`CONFLICT`: the name is taken, or the backup is not completed, of another engine or simulated; ' +
-            '`UNSUPPORTED_PLACEMENT`: no server of that engine and region (DATABASE_HOSTS)',
-        },
+      },
+      errors: {
+        PLAN_LIMIT_EXCEEDED: 'The plan allows no more databases; details name `{resource, limit, current}`',
+        CONFLICT: 'The name is taken, or the backup is not completed, of another engine or simulated',
+        UNSUPPORTED_PLACEMENT: 'No server of that engine and region takes new databases (DATABASE_HOSTS)',
       },
       successStatus: 201,
       location: '/databases/{database.id}',
@@ -124,8 +123,8 @@ export const databasesRouter = router({
         description:
           'Only while `running`. A new `size` makes the database `resizing` for the provisioning delay. Emits ' +
           '`database.updated` when something changed.',
-        errorResponses: { 409: 'The database is not `running`' },
       },
+      errors: { CONFLICT: 'The database is not `running`' },
     })
     .input(ZUpdateDatabaseInput)
     .output(ZDatabaseOutput)
@@ -143,8 +142,8 @@ export const databasesRouter = router({
           'at `deletion_scheduled` (DATABASE_DELETION_GRACE, 24 h by default) unless the deletion is canceled. ' +
           'The final backup can be restored (`backup_id` of a create) until 7 days after the removal. Emits ' +
           '`database.deleted`.',
-        errorResponses: { 409: 'The database is already being deleted' },
       },
+      errors: { CONFLICT: 'The database is already being deleted' },
       successStatus: 202,
     })
     .input(ZDatabaseIdInput)
@@ -161,7 +160,10 @@ export const databasesRouter = router({
         description:
           'The old password stops working. The new one is in this response only (`password`, ' +
           '`database.connection_info.password` and `database.connection_string`). Emits `database.updated`.',
-        errorResponses: { 409: 'The database is being deleted' },
+      },
+      errors: {
+        CONFLICT: 'The database is being deleted, or (a real one) not yet running',
+        SERVICE_UNAVAILABLE: 'The database server did not answer; the password is unchanged',
       },
     })
     .input(ZDatabaseActionInput)
@@ -178,10 +180,10 @@ export const databasesRouter = router({
         description:
           'A `deleting` database becomes `running` again and counts against the plan again (402 when the plan ' +
           'has no room for it). Its final backup is kept, without expiry. Emits `database.updated`.',
-        errorResponses: {
-          402: 'The plan has no room for the database any more',
-          409: 'The database is not being deleted',
-        },
+      },
+      errors: {
+        PLAN_LIMIT_EXCEEDED: 'The plan has no room for the database any more',
+        CONFLICT: 'The database is not being deleted',
       },
     })
     .input(ZDatabaseActionInput)

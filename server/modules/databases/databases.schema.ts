@@ -5,6 +5,7 @@ import {
   BACKUP_STATUSES,
   BACKUP_TYPES,
   DATABASE_ENGINES,
+  DATABASE_NAME_MAX_LENGTH,
   DATABASE_NAME_PATTERN,
   DATABASE_REGIONS,
   DATABASE_SIZES,
@@ -61,14 +62,14 @@ const ZBackupRetention = z
       `(default ${DEFAULT_BACKUP_RETENTION_DAYS})`,
   );
 
+const NAME_RULE = `Must be 1 to ${DATABASE_NAME_MAX_LENGTH} lowercase letters, digits and hyphens, starting with a letter`;
+
 export const ZCreateDatabaseInput = z
   .strictObject({
     name: z
       .string()
-      .regex(
-        DATABASE_NAME_PATTERN,
-        'Must be 1 to 63 lowercase letters, digits and hyphens, starting with a letter',
-      )
+      .max(DATABASE_NAME_MAX_LENGTH, NAME_RULE)
+      .regex(DATABASE_NAME_PATTERN, NAME_RULE)
       .describe(
         '1 to 63 lowercase letters, digits and `-`, starting with a letter; unique in the organization among ' +
           'databases not yet removed',

@@ -1,17 +1,19 @@
 import { randomInt } from 'node:crypto';
-import { pageFields, pageRequest } from '../../lib/pagination.js';
-import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import type { Actor } from '../../access/actor.js';
-import { lockOwner } from '../../access/owned-resources.js';
 import { actsOnWholeOrganization, ownedBy, ownedListFilter } from '../../access/scope.js';
-import { User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
-import { recordEvent } from '../../events/record-event.js';
-import type { ActorContext } from '../../kit/deps.js';
-import { assertWithinPlan } from '../../kit/plan-limit.js';
+import type { ActorContext, AppDeps } from '../../kit/deps.js';
 import { sha256Hex } from '../../lib/crypto.js';
-import { AppError, conflict, validation } from '../../lib/errors.js';
+import {
+  conflict,
+  notFound,
+  serviceUnavailable,
+  unsupportedPlacement,
+  validation,
+  type AppError,
+} from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
+import { pageFields, pageRequest } from '../../lib/pagination.js';
 import { iso } from '../../lib/time.js';
 import {
   DAY_MS,
@@ -25,18 +27,15 @@ import type { DatabaseDriver, Placement } from './databases.driver.js';
 import { instanceOf, metricsOf, toDatabaseDetailDto, toDatabaseDto } from './databases.dto.js';
 import { databaseCreated, databaseDeleted, databaseUpdated } from './databases.events.js';
 import {
-  closeUsagePeriod,
   databasesReadyJob,
   databasesRemoveJob,
-  openUsagePeriod,
-  queue,
   runAll,
   scheduleAutomaticBackups,
   startBackup,
   stopAutomaticBackups,
   type AfterCommit,
 } from './databases.jobs.js';
-import { findDatabasePage } from './databases.queries.js';
+import type { DatabasesStore, DatabasesTx } from './databases.repository.js';
 import type {
   TCreateDatabaseInput,
   TDatabaseActionInput,
@@ -48,28 +47,77 @@ import type {
   TResetPasswordOutput,
   TUpdateDatabaseInput,
 } from './databases.schema.js';
-import { DatabaseBackup } from './database-backup.entity.js';
-import { ManagedDatabase } from './database.entity.js';
+import type { DatabaseBackup } from './database-backup.entity.js';
+import type { ManagedDatabase } from './database.entity.js';
+
+/** The module's store seen through the request's EntityManager (databases.repository.ts). */
+export function storeOf(ctx: { em: Em; deps: AppDeps }): DatabasesStore {
+  return ctx.deps.modules.databases.repository.on(ctx.em);
+}
 
 export function databaseNotFound(): AppError {
-  return new AppError('NOT_FOUND', 'Database not found');
+  return notFound('Database');
 }
 
 /**
- * The caller's view of one database: removed ones, another tenant's or (for members) another user's are not found.
+ * The caller's database `id`: removed ones, another tenant's or (for members) another user's are not found.
  */
-export function scopedDatabaseFilter(actor: Actor, id: string): FilterQuery<ManagedDatabase> {
+export async function findDatabase(
+  store: DatabasesStore,
+  actor: Actor,
+  id: string,
+): Promise<ManagedDatabase> {
   if (!isId('db', id)) throw databaseNotFound();
-  return { id, removedAt: null, ...ownedBy(actor) };
+  const d = await store.findDatabase(ownedBy(actor), id);
+  if (!d) throw databaseNotFound();
+  return d;
 }
 
 /** Loads the caller's database `id` locked for update, or throws NOT_FOUND. */
-export async function lockDatabase(tx: Em, actor: Actor, id: string): Promise<ManagedDatabase> {
-  const d = await tx.findOne(ManagedDatabase, scopedDatabaseFilter(actor, id), {
-    lockMode: LockMode.PESSIMISTIC_WRITE,
-  });
+export async function lockDatabase(tx: DatabasesTx, actor: Actor, id: string): Promise<ManagedDatabase> {
+  if (!isId('db', id)) throw databaseNotFound();
+  const d = await tx.lockDatabase(id, ownedBy(actor));
   if (!d) throw databaseNotFound();
   return d;
+}
+
+/**
+ * A change of one of the caller's databases: `change` runs on it, locked, in a transaction; `database.updated` is
+ * recorded when it returns true; the jobs it queued are woken after the commit. The detail view after it.
+ */
+async function changeDatabase(
+  ctx: ActorContext,
+  id: string,
+  change: (tx: DatabasesTx, d: ManagedDatabase, now: Date, after: AfterCommit[]) => Promise<boolean>,
+): Promise<ManagedDatabase> {
+  const { deps } = ctx;
+  const driver = deps.modules.databases.driver;
+  const after: AfterCommit[] = [];
+  const database = await storeOf(ctx).transaction(async (tx) => {
+    const now = deps.clock.now();
+    const d = await lockDatabase(tx, ctx.actor, id);
+    if (await change(tx, d, now, after)) {
+      d.updatedAt = now;
+      tx.recordEvent(
+        databaseUpdated,
+        toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
+        d.organization.id,
+        now,
+      );
+    }
+    return d;
+  });
+  runAll(after);
+  return database;
+}
+
+/** The detail view of `d` now (with `password` when one was just made). */
+async function detailOf(deps: AppDeps, d: ManagedDatabase, password?: string) {
+  return toDatabaseDetailDto(
+    d,
+    await metricsOf(d, deps.modules.databases.driver, deps.clock.now()),
+    password,
+  );
 }
 
 const PASSWORD_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -97,7 +145,7 @@ export async function listDatabases(
   if (input.status) where.status = input.status;
   if (input.region) where.region = input.region;
   const request = pageRequest(input);
-  const found = await findDatabasePage(ctx.em, ctx.deps.db, where, request);
+  const found = await storeOf(ctx).databasePage(where, request);
   const driver = ctx.deps.modules.databases.driver;
   const now = ctx.deps.clock.now();
   return {
@@ -110,11 +158,8 @@ export async function listDatabases(
 }
 
 export async function getDatabase(ctx: ActorContext, input: TDatabaseIdInput): Promise<TDatabaseOutput> {
-  const d = await ctx.em.findOne(ManagedDatabase, scopedDatabaseFilter(ctx.actor, input.id));
-  if (!d) throw databaseNotFound();
-  const driver = ctx.deps.modules.databases.driver;
-  const m = await metricsOf(d, driver, ctx.deps.clock.now());
-  return { success: true, database: toDatabaseDetailDto(d, m) };
+  const d = await findDatabase(storeOf(ctx), ctx.actor, input.id);
+  return { success: true, database: await detailOf(ctx.deps, d) };
 }
 
 const noSuchBackup = () => validation('backup_id', 'No such backup in this organization');
@@ -125,16 +170,16 @@ const noSuchBackup = () => validation('backup_id', 'No such backup in this organ
  * not `completed`, or of another engine → 409.
  */
 async function restorableBackup(
-  tx: Em,
+  tx: DatabasesTx,
   actor: Actor,
   backupId: string,
   engine: DatabaseEngine,
   now: Date,
 ): Promise<{ backup: DatabaseBackup; source: ManagedDatabase }> {
   if (!isId('backup', backupId)) throw noSuchBackup();
-  const backup = await tx.findOne(DatabaseBackup, { id: backupId, organization: actor.organizationId });
+  const backup = await tx.findBackup(backupId, actor.organizationId);
   if (!backup || (backup.expiresAt && backup.expiresAt <= now)) throw noSuchBackup();
-  const source = await tx.findOneOrFail(ManagedDatabase, backup.database.id);
+  const source = await tx.getDatabase(backup.database.id);
   if (!actsOnWholeOrganization(actor) && source.user.id !== actor.userId) throw noSuchBackup();
   if (backup.status !== 'completed') {
     throw conflict(`Backup ${backup.id} is ${backup.status}: only a completed backup can be restored`);
@@ -158,20 +203,15 @@ export async function createDatabase(
   const password = generatePassword();
   const after: AfterCommit[] = [];
 
-  const database = await ctx.em.transactional(async (tx) => {
+  const database = await storeOf(ctx).transaction(async (tx) => {
     const now = deps.clock.now();
-    await lockOwner(tx, actor.userId);
+    await tx.lockOwner(actor.userId);
     // Locks the organization: concurrent creates (and name checks) of one organization run one after the other.
-    await assertWithinPlan(tx, deps, actor.organizationId, 'databases');
+    await tx.assertWithinPlan(actor.organizationId);
     const from = input.backup_id
       ? await restorableBackup(tx, actor, input.backup_id, input.engine, now)
       : undefined;
-    const taken = await tx.count(ManagedDatabase, {
-      organization: actor.organizationId,
-      name: input.name,
-      removedAt: null,
-    });
-    if (taken > 0) {
+    if (await tx.nameTaken(actor.organizationId, input.name)) {
       throw conflict(
         `A database named ${input.name} already exists in this organization: choose another name`,
         [{ path: 'name', message: 'Already in use' }],
@@ -194,12 +234,12 @@ export async function createDatabase(
         `Backup ${from.backup.id} is of a simulated database: it holds no data to restore into a real one`,
       );
     }
-    const d = tx.create(ManagedDatabase, {
+    const d = tx.createDatabase({
       id,
       createdAt: now,
       updatedAt: now,
-      organization: actor.organizationId,
-      user: tx.getReference(User, actor.userId),
+      organizationId: actor.organizationId,
+      userId: actor.userId,
       name: input.name,
       engine: input.engine,
       version,
@@ -229,19 +269,16 @@ export async function createDatabase(
     const op = await driver.provision(instanceOf(d), { fromBackupId: from?.backup.id });
     // A real server's login is created by the job, from the password's verifier (the password is never stored).
     const verifier = d.server ? driver.passwordVerifier(d.engine, password) : undefined;
-    openUsagePeriod(tx, d, now);
+    tx.openUsagePeriod(d, now);
     after.push(
-      await queue(
-        deps,
-        tx,
+      await tx.queue(
         databasesReadyJob,
         { database_id: d.id, generation: 1, ...(verifier ? { verifier } : {}) },
         op.readyInMs,
       ),
     );
     if (d.backupEnabled) after.push(await scheduleAutomaticBackups(deps, tx, d, now));
-    recordEvent(
-      tx,
+    tx.recordEvent(
       databaseCreated,
       toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
       actor.organizationId,
@@ -250,10 +287,7 @@ export async function createDatabase(
     return d;
   });
   runAll(after);
-  return {
-    success: true,
-    database: toDatabaseDetailDto(database, await metricsOf(database, driver, deps.clock.now()), password),
-  };
+  return { success: true, database: await detailOf(deps, database, password) };
 }
 
 /**
@@ -262,26 +296,19 @@ export async function createDatabase(
  * a server is refused, never simulated.
  */
 async function placeDatabase(
-  tx: Em,
+  tx: DatabasesTx,
   driver: DatabaseDriver,
   spec: { id: string; name: string; engine: DatabaseEngine; region: DatabaseRegion },
 ): Promise<Placement> {
   const places = driver.placements(spec);
   if (!places.length) {
-    throw new AppError(
-      'UNSUPPORTED_PLACEMENT',
+    throw unsupportedPlacement(
       `No ${spec.engine} server takes new databases in ${spec.region}: choose another engine or region`,
-      { details: [{ path: 'engine', message: `No ${spec.engine} server in ${spec.region}` }] },
+      [{ path: 'engine', message: `No ${spec.engine} server in ${spec.region}` }],
     );
   }
   if (places.length === 1) return places[0]!;
-  const counts = await tx.execute<{ server: string; n: string | number }[]>(
-    `select server, count(*) as n from databases where removed_at is null and server in (${places
-      .map(() => '?')
-      .join(', ')}) group by server`,
-    places.map((p) => p.server),
-  );
-  const held = new Map(counts.map((r) => [r.server, Number(r.n)]));
+  const held = await tx.databasesPerServer(places.map((p) => p.server!));
   return places.reduce((best, p) => ((held.get(p.server!) ?? 0) < (held.get(best.server!) ?? 0) ? p : best));
 }
 
@@ -293,41 +320,28 @@ export async function updateDatabase(
   ctx: ActorContext,
   input: TUpdateDatabaseInput,
 ): Promise<TDatabaseOutput> {
-  const { actor, deps } = ctx;
+  const { deps } = ctx;
   const driver = deps.modules.databases.driver;
-  const after: AfterCommit[] = [];
-  const database = await ctx.em.transactional(async (tx) => {
-    const now = deps.clock.now();
-    const d = await lockDatabase(tx, actor, input.id);
+  const database = await changeDatabase(ctx, input.id, async (tx, d, now, after) => {
     if (d.status !== 'running') throw notWhile(d.status, 'it can be changed only while running');
     let changed = false;
     if (input.size !== undefined && input.size !== d.size) {
       const op = await driver.resize(instanceOf(d), input.size);
       // Billed at the new size from now on.
-      await closeUsagePeriod(tx, d.id, now);
+      await tx.closeUsagePeriod(d.id, now);
       d.size = input.size;
-      openUsagePeriod(tx, d, now);
+      tx.openUsagePeriod(d, now);
       d.status = 'resizing';
       d.generation += 1;
       after.push(
-        await queue(
-          deps,
-          tx,
-          databasesReadyJob,
-          { database_id: d.id, generation: d.generation },
-          op.readyInMs,
-        ),
+        await tx.queue(databasesReadyJob, { database_id: d.id, generation: d.generation }, op.readyInMs),
       );
       changed = true;
     }
     if (input.backup_retention !== undefined && input.backup_retention !== d.backupRetention) {
       d.backupRetention = input.backup_retention;
       // Automatic backups expire `backup_retention` days after their creation, the ones taken already included.
-      await tx.execute(
-        `update database_backups set expires_at = created_at + ? * interval '1 day', updated_at = ?
-          where database_id = ? and type = 'automatic'`,
-        [input.backup_retention, now, d.id],
-      );
+      await tx.setAutomaticBackupExpiry(d.id, input.backup_retention, now);
       changed = true;
     }
     if (input.backup_enabled !== undefined && input.backup_enabled !== d.backupEnabled) {
@@ -336,23 +350,9 @@ export async function updateDatabase(
       else stopAutomaticBackups(d);
       changed = true;
     }
-    if (changed) {
-      d.updatedAt = now;
-      recordEvent(
-        tx,
-        databaseUpdated,
-        toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
-        d.organization.id,
-        now,
-      );
-    }
-    return d;
+    return changed;
   });
-  runAll(after);
-  return {
-    success: true,
-    database: toDatabaseDetailDto(database, await metricsOf(database, driver, deps.clock.now())),
-  };
+  return { success: true, database: await detailOf(deps, database) };
 }
 
 export async function deleteDatabase(
@@ -363,7 +363,7 @@ export async function deleteDatabase(
   const driver = deps.modules.databases.driver;
   const graceMs = deps.config.databases.deletionGraceMs;
   const after: AfterCommit[] = [];
-  const { database, finalBackup } = await ctx.em.transactional(async (tx) => {
+  const { database, finalBackup } = await storeOf(ctx).transaction(async (tx) => {
     const now = deps.clock.now();
     const d = await lockDatabase(tx, actor, input.id);
     if (d.status === 'deleting') {
@@ -379,17 +379,16 @@ export async function deleteDatabase(
     d.updatedAt = now;
     stopAutomaticBackups(d);
     // Neither counted against the plan nor billed while it waits for removal.
-    await closeUsagePeriod(tx, d.id, now);
+    await tx.closeUsagePeriod(d.id, now);
     const final = await startBackup(deps, tx, d, 'final', now, {
       description: 'Taken when the deletion of the database was requested',
       expiresAt: new Date(scheduled.getTime() + FINAL_BACKUP_KEPT_DAYS * DAY_MS),
     });
     after.push(
       final.wake,
-      await queue(deps, tx, databasesRemoveJob, { database_id: d.id, generation: d.generation }, graceMs),
+      await tx.queue(databasesRemoveJob, { database_id: d.id, generation: d.generation }, graceMs),
     );
-    recordEvent(
-      tx,
+    tx.recordEvent(
       databaseDeleted,
       toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
       d.organization.id,
@@ -411,53 +410,31 @@ export async function cancelDeletion(
   ctx: ActorContext,
   input: TDatabaseActionInput,
 ): Promise<TDatabaseOutput> {
-  const { actor, deps } = ctx;
-  const driver = deps.modules.databases.driver;
-  const after: AfterCommit[] = [];
-  const database = await ctx.em.transactional(async (tx) => {
-    const now = deps.clock.now();
-    const d = await lockDatabase(tx, actor, input.id);
+  const { deps } = ctx;
+  const database = await changeDatabase(ctx, input.id, async (tx, d, now, after) => {
     if (d.status !== 'deleting') throw notWhile(d.status, 'there is no deletion to cancel');
     // It counts against the plan again: 402 when the plan has no room for it any more.
-    await assertWithinPlan(tx, deps, d.organization.id, 'databases');
+    await tx.assertWithinPlan(d.organization.id);
     d.status = 'running';
     d.generation += 1;
     d.deletionScheduledAt = null;
-    d.updatedAt = now;
-    openUsagePeriod(tx, d, now);
+    tx.openUsagePeriod(d, now);
     // The final backup is kept like a manual one.
-    await tx.nativeUpdate(
-      DatabaseBackup,
-      { database: d.id, type: 'final', expiresAt: { $ne: null } },
-      { expiresAt: null, updatedAt: now },
-    );
+    await tx.keepFinalBackups(d.id, now);
     if (d.backupEnabled) after.push(await scheduleAutomaticBackups(deps, tx, d, now));
-    recordEvent(
-      tx,
-      databaseUpdated,
-      toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
-      d.organization.id,
-      now,
-    );
-    return d;
+    return true;
   });
-  runAll(after);
-  return {
-    success: true,
-    database: toDatabaseDetailDto(database, await metricsOf(database, driver, deps.clock.now())),
-  };
+  return { success: true, database: await detailOf(deps, database) };
 }
 
 export async function resetPassword(
   ctx: ActorContext,
   input: TDatabaseActionInput,
 ): Promise<TResetPasswordOutput> {
-  const { actor, deps } = ctx;
+  const { deps } = ctx;
   const driver = deps.modules.databases.driver;
   const password = generatePassword();
-  const database = await ctx.em.transactional(async (tx) => {
-    const now = deps.clock.now();
-    const d = await lockDatabase(tx, actor, input.id);
+  const database = await changeDatabase(ctx, input.id, async (_tx, d) => {
     if (d.status === 'deleting') throw notWhile(d.status, 'cancel the deletion first');
     if (d.server && d.status !== 'running' && d.status !== 'resizing') {
       throw notWhile(d.status, 'its password can be reset once it is running');
@@ -466,25 +443,12 @@ export async function resetPassword(
       await driver.setPassword(instanceOf(d), password);
     } catch (err) {
       deps.log.warn({ database_id: d.id, err: (err as Error).message }, 'database password reset failed');
-      throw new AppError(
-        'SERVICE_UNAVAILABLE',
+      throw serviceUnavailable(
         'The database server did not answer; the password is unchanged. Try again shortly',
       );
     }
     d.passwordHash = sha256Hex(password);
-    d.updatedAt = now;
-    recordEvent(
-      tx,
-      databaseUpdated,
-      toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
-      d.organization.id,
-      now,
-    );
-    return d;
+    return true;
   });
-  return {
-    success: true,
-    database: toDatabaseDetailDto(database, await metricsOf(database, driver, deps.clock.now()), password),
-    password,
-  };
+  return { success: true, database: await detailOf(deps, database, password), password };
 }

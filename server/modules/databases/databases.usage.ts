@@ -2,6 +2,7 @@ import type { Em } from '../../db/orm.js';
 import { countedRows } from '../../db/list-counts.js';
 import type { AddOnUsage, UsageCounter, UsagePeriod, UsageReporter } from '../../kit/usage.js';
 import { SIZE_SPECS, type DatabaseSize } from './databases.constants.js';
+import { DATABASES_TABLES, usagePeriodRows } from './databases.repository.js';
 
 /**
  * What databases count against the plan (`databases`): those not removed and not being deleted. A database whose
@@ -10,16 +11,9 @@ import { SIZE_SPECS, type DatabaseSize } from './databases.constants.js';
 export const databasesUsageCounter: UsageCounter = {
   feature: 'databases',
   // From the list's maintained counts (README, "Lists"): `d2` is the status; removed databases are not counted.
-  count: (em, organizationId) => countedRows(em, 'databases', organizationId, `"d2" <> 'deleting'`),
+  count: (em, organizationId) =>
+    countedRows(em, DATABASES_TABLES.databases, organizationId, `"d2" <> 'deleting'`),
 };
-
-interface PeriodRow {
-  database_id: string;
-  name: string;
-  size: DatabaseSize;
-  started_ms: number | string;
-  ended_ms: number | string | null;
-}
 
 /**
  * The billable periods of the organization's databases that overlap `[start, end)`, clipped to it and to `now`
@@ -27,15 +21,7 @@ interface PeriodRow {
  * deletion request).
  */
 async function periodsIn(em: Em, organizationId: string, period: UsagePeriod, now: Date) {
-  const rows = await em.execute<PeriodRow[]>(
-    `select p.database_id, d.name, p.size,
-            (extract(epoch from p.started_at) * 1000)::float8 as started_ms,
-            (extract(epoch from p.ended_at) * 1000)::float8 as ended_ms
-       from database_usage_periods p join databases d on d.id = p.database_id
-      where p.organization_id = ? and p.started_at < ? and (p.ended_at is null or p.ended_at > ?)
-      order by p.started_at, p.id`,
-    [organizationId, period.end, period.start],
-  );
+  const rows = await usagePeriodRows(em, organizationId, period);
   const until = Math.min(period.end.getTime(), now.getTime());
   return rows.map((r) => {
     const started = Number(r.started_ms);

@@ -87,7 +87,10 @@ describe('Databases over HTTP', () => {
     return {
       ...s.deps,
       config: { ...s.deps.config, provisioningDelayMs: delayMs },
-      modules: { ...s.deps.modules, databases: { driver: new SimulatedDatabaseDriver(delayMs) } },
+      modules: {
+        ...s.deps.modules,
+        databases: { ...s.deps.modules.databases, driver: new SimulatedDatabaseDriver(delayMs) },
+      },
     };
   }
 

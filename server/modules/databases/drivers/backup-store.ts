@@ -11,9 +11,9 @@ import { pipeline } from 'node:stream/promises';
  * and read back (checked against it) to restore.
  */
 export interface BackupStore {
-  /** Stores `dump` as backup `id` (replacing a partial one); its size in bytes and SHA-256 (hex). */
+  /** Stores `dump` as backup `id` (replacing a partial one); its size in bytes and SHA-256 (hex). Refuses an empty one. */
   put(id: string, dump: Readable, succeeded?: Promise<void>): Promise<{ sizeBytes: number; sha256: string }>;
-  /** A local file holding backup `id`, checked against its checksum (throws when missing or corrupt). */
+  /** A local file holding backup `id`, checked against its checksum (throws when missing, empty or corrupt). */
   open(id: string): Promise<string>;
   has(id: string): Promise<boolean>;
   delete(id: string): Promise<void>;
@@ -55,6 +55,8 @@ export class DirectoryBackupStore implements BackupStore {
     try {
       await pipeline(dump, createWriteStream(partial, { mode: 0o600 }));
       await succeeded;
+      // No dump tool writes nothing: an empty dump is one that was lost, never a backup.
+      if (sizeBytes === 0) throw new Error('the dump is empty');
     } catch (err) {
       await rm(partial, { force: true });
       throw err;
@@ -67,6 +69,7 @@ export class DirectoryBackupStore implements BackupStore {
 
   async open(id: string): Promise<string> {
     const file = this.path(id, 'dump');
+    if ((await stat(file)).size === 0) throw new Error(`backup ${id} is empty`);
     const expected = (await readFile(this.path(id, 'sha256'), 'utf8')).split(/\s/)[0];
     const hash = createHash('sha256');
     await pipeline(createReadStream(file), hash);

@@ -1,7 +1,7 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import type { DatabaseInstance, InstanceMetrics } from '../databases.driver.js';
 import type { BackupStore } from './backup-store.js';
 
@@ -67,10 +67,24 @@ export function scrub(text: string, secrets: readonly (string | undefined)[]): s
   return out.replace(/:\/\/[^@\s/]*@/g, '://***@');
 }
 
+/** The first and last bytes a tool wrote, and how many: enough to tell a whole dump from a cut or empty one. */
+export interface OutputEnds {
+  head: Buffer;
+  tail: Buffer;
+  bytes: number;
+}
+
+const ENDS_KEPT = 256;
+
 /**
  * Runs a client tool (pg_dump, pg_restore, mariadb-dump, mariadb) with its secrets in `env` or an options file,
- * never on the command line: stdout streams to `stdout` (when given), stdin from `stdinFile`. Throws with the
- * tool's last error lines (scrubbed of `secrets`) when it exits non-zero.
+ * never on the command line: stdout streams to `onStdout` (when given), stdin from `stdinFile`. Throws with the
+ * tool's last error lines (scrubbed of `secrets`) when it exits non-zero, or when `checkOutput` finds its output
+ * not whole.
+ *
+ * The tool's stdout is taken over the moment it starts (piped into a stream of our own): a child process whose
+ * stdout nobody reads when it exits has that output discarded by Node, so a reader that attaches after an `await`
+ * would get nothing from a tool that was quick to finish (a small database's dump) and store an empty dump.
  */
 export async function runTool(
   command: string,
@@ -79,8 +93,10 @@ export async function runTool(
     env: Record<string, string>;
     secrets: readonly (string | undefined)[];
     stdinFile?: string;
-    /** Reads stdout; `succeeded` settles when the tool has exited (rejected unless with 0). */
+    /** Reads stdout; `succeeded` settles when the tool has exited (rejected unless with 0 and a whole output). */
     onStdout?: (stdout: Readable, succeeded: Promise<void>) => Promise<unknown>;
+    /** The reason the output is not whole (an empty or cut dump), or null. */
+    checkOutput?: (ends: OutputEnds) => string | null;
     timeoutMs?: number;
   },
 ): Promise<void> {
@@ -88,6 +104,17 @@ export async function runTool(
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', ...opts.env },
     stdio: [opts.stdinFile ? 'pipe' : 'ignore', opts.onStdout ? 'pipe' : 'ignore', 'pipe'],
   });
+  const ends: OutputEnds = { head: Buffer.alloc(0), tail: Buffer.alloc(0), bytes: 0 };
+  let stdout: PassThrough | undefined;
+  if (opts.onStdout) {
+    stdout = new PassThrough();
+    child.stdout!.on('data', (chunk: Buffer) => {
+      ends.bytes += chunk.length;
+      if (ends.head.length < ENDS_KEPT) ends.head = Buffer.concat([ends.head, chunk]).subarray(0, ENDS_KEPT);
+      ends.tail = Buffer.concat([ends.tail, chunk]).subarray(-ENDS_KEPT);
+    });
+    child.stdout!.pipe(stdout);
+  }
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString('utf8')).slice(-4000);
@@ -104,11 +131,14 @@ export async function runTool(
       input.pipe(child.stdin!);
       child.stdin!.on('error', () => {});
     }
+    const incomplete = () => (opts.checkOutput ? opts.checkOutput(ends) : null);
     const succeeded = exited.then(({ code }) => {
       if (code !== 0) throw new Error(`${command} did not succeed`);
+      const reason = incomplete();
+      if (reason) throw new Error(`${command}: ${reason}`);
     });
     succeeded.catch(() => {});
-    const reading = opts.onStdout ? opts.onStdout(child.stdout!, succeeded) : Promise.resolve();
+    const reading = stdout && opts.onStdout ? opts.onStdout(stdout, succeeded) : Promise.resolve();
     let readError: unknown;
     const [{ code, error }] = await Promise.all([exited, reading.catch((err: unknown) => (readError = err))]);
     if (error)
@@ -117,10 +147,41 @@ export async function runTool(
       const tail = scrub(stderr.trim().split('\n').slice(-3).join(' | '), opts.secrets).slice(0, 400);
       throw new Error(`${command} exited with ${code}${tail ? `: ${tail}` : ''}`);
     }
+    const reason = incomplete();
+    if (reason) throw new Error(`${command}: ${reason}`);
     if (readError) throw readError instanceof Error ? readError : new Error('the dump could not be stored');
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Runs a dump tool into `store` as `backupId` (PostgreSQL's pg_dump, MariaDB's mariadb-dump): kept only when the
+ * tool exited with 0 and `checkOutput` finds the dump whole; its size in bytes. Errors are scrubbed of `secrets`.
+ */
+export async function dumpInto(
+  store: BackupStore,
+  backupId: string,
+  command: string,
+  args: string[],
+  opts: {
+    env: Record<string, string>;
+    secrets: readonly (string | undefined)[];
+    checkOutput: (ends: OutputEnds) => string | null;
+  },
+): Promise<number> {
+  let size = 0;
+  try {
+    await runTool(command, args, {
+      ...opts,
+      onStdout: async (out, succeeded) => {
+        size = (await store.put(backupId, out, succeeded)).sizeBytes;
+      },
+    });
+  } catch (err) {
+    throw safeError(err, opts.secrets);
+  }
+  return size;
 }
 
 /** An error for the API's own records: its message scrubbed of `secrets`, at most 400 characters. */

@@ -5,7 +5,14 @@ import mysql from 'mysql2/promise';
 import type { DatabaseInstance } from '../databases.driver.js';
 import type { DatabaseHost } from '../../../lib/database-hosts.js';
 import type { BackupStore } from './backup-store.js';
-import { assertName, runTool, safeError, type CreateSpec, type EngineServer } from './engine-server.js';
+import {
+  assertName,
+  dumpInto,
+  runTool,
+  safeError,
+  type CreateSpec,
+  type EngineServer,
+} from './engine-server.js';
 
 /** A backquoted identifier (names are checked by assertName as well). */
 const ident = (name: string) => {
@@ -126,32 +133,28 @@ export class MysqlServer implements EngineServer {
 
   async dump(instance: DatabaseInstance, store: BackupStore, backupId: string): Promise<number> {
     assertName(instance.dbName);
-    let size = 0;
-    try {
-      await this.withOptions((options) =>
-        runTool(
-          'mariadb-dump',
-          [
-            `--defaults-extra-file=${options}`,
-            '--single-transaction',
-            '--routines',
-            '--triggers',
-            '--events',
-            instance.dbName,
-          ],
-          {
-            env: {},
-            secrets: this.secrets,
-            onStdout: async (out, succeeded) => {
-              size = (await store.put(backupId, out, succeeded)).sizeBytes;
-            },
-          },
-        ),
-      );
-    } catch (err) {
-      throw safeError(err, this.secrets);
-    }
-    return size;
+    return this.withOptions((options) =>
+      dumpInto(
+        store,
+        backupId,
+        'mariadb-dump',
+        [
+          `--defaults-extra-file=${options}`,
+          '--single-transaction',
+          '--routines',
+          '--triggers',
+          '--events',
+          instance.dbName,
+        ],
+        {
+          env: {},
+          secrets: this.secrets,
+          // mariadb-dump (and mysqldump) end a dump they finished with this comment.
+          checkOutput: ({ tail }) =>
+            tail.toString('latin1').includes('-- Dump completed') ? null : 'not a whole dump',
+        },
+      ),
+    );
   }
 
   async destroy(instance: DatabaseInstance): Promise<void> {

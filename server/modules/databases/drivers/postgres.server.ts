@@ -2,7 +2,14 @@ import pg from 'pg';
 import type { DatabaseInstance } from '../databases.driver.js';
 import type { DatabaseHost } from '../../../lib/database-hosts.js';
 import type { BackupStore } from './backup-store.js';
-import { assertName, runTool, safeError, type CreateSpec, type EngineServer } from './engine-server.js';
+import {
+  assertName,
+  dumpInto,
+  runTool,
+  safeError,
+  type CreateSpec,
+  type EngineServer,
+} from './engine-server.js';
 
 const { Pool, escapeIdentifier: ident, escapeLiteral: literal } = pg;
 
@@ -112,19 +119,13 @@ export class PostgresServer implements EngineServer {
 
   async dump(instance: DatabaseInstance, store: BackupStore, backupId: string): Promise<number> {
     assertName(instance.dbName);
-    let size = 0;
-    try {
-      await runTool('pg_dump', ['--format=custom', '--compress=1'], {
-        env: this.toolEnv(instance.dbName),
-        secrets: this.secrets,
-        onStdout: async (out, succeeded) => {
-          size = (await store.put(backupId, out, succeeded)).sizeBytes;
-        },
-      });
-    } catch (err) {
-      throw safeError(err, this.secrets);
-    }
-    return size;
+    return dumpInto(store, backupId, 'pg_dump', ['--format=custom', '--compress=1'], {
+      env: this.toolEnv(instance.dbName),
+      secrets: this.secrets,
+      // pg_dump's custom format starts with its magic.
+      checkOutput: ({ head }) =>
+        head.subarray(0, 5).toString('latin1') === 'PGDMP' ? null : 'not a whole dump',
+    });
   }
 
   async destroy(instance: DatabaseInstance): Promise<void> {
