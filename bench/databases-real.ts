@@ -8,7 +8,7 @@ import type { BenchContext } from './lib/plugin.js';
 import { freePort, SERVER_SCRIPT, startServerProcess, type ServerHandle } from './lib/processes.js';
 
 /**
- * Real databases (README, "Databases", Real servers) on the PostgreSQL of this machine: the time from a create to
+ * Real databases (docs/databases.md, "Databases", Real servers) on the PostgreSQL of this machine: the time from a create to
  * the first successful connection with the returned string; a backup of a database of about 100 MB against
  * `pg_dump` of it alone (same format and compression), and its restore into a new database against `pg_restore`
  * alone. The server under test here is one of its own (embedded PGlite, its own queue) with DATABASE_HOSTS, so that

@@ -1,7 +1,6 @@
 // What deleting an organization costs (`npm run bench -- organization`): an organization with a few thousand rows
 // (users, audit entries, relayed events) is deleted with DELETE /v1/organization; the figure is the time from the
-// 202 until its last row is gone. The removal job waits at least 6 s first (API call counters, README "The
-// organization"), then removes rows in batches of 500. Target (the contract's): within a minute.
+// 202 until its last row is gone. The removal job waits at least 6 s first (API call counters, docs/organization.md "The organization"), then removes rows in batches of 500. Target (the contract's): within a minute.
 import pg from 'pg';
 import type { BenchContext } from './lib/plugin.js';
 import { fmt } from './lib/report.js';

@@ -2,7 +2,7 @@
 // of VPN connection creates against a server process that is killed (SIGKILL) in the middle of it, while it holds
 // `vpn.activate` jobs; then another process starts on the same database. Figures: the time from the kill until every
 // job the dead process held is running again, and until every connection is `active`. Goal: every job held by a dead
-// process retried within 30 s (README, "Jobs and crash recovery").
+// process retried within 30 s (docs/operating.md, "Jobs and crash recovery").
 //
 // It runs on a database of its own (`<BENCH_DATABASE_URL's name>_scale_jobs`, dropped and created again) with
 // server processes of its own, so the shared bench server's queue is not involved. The jobs are held the way a slow

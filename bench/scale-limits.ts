@@ -2,7 +2,7 @@
 // the bench database with RATE_LIMIT_BURST=20, first each on its own (no REDIS_URL: every process keeps its own
 // window), then sharing one Redis (REDIS_URL: one window for all). For each count, one fresh login sends 100 requests
 // at once, spread round-robin over the processes, from outside over HTTP; the figure is how many were let through.
-// Goal (README, "Rate limits and quotas"): 20 with any number of processes when REDIS_URL is set.
+// Goal (docs/api-conventions.md, "Rate limits and quotas"): 20 with any number of processes when REDIS_URL is set.
 //
 // Redis: BENCH_REDIS_URL, else redis://127.0.0.1:6379, under a key prefix of this run's own (removed at the end).
 import { randomBytes } from 'node:crypto';

@@ -1,5 +1,5 @@
 // Lists that stay flat as data grows, for `npm run bench` (alone: `npm run bench -- scale-lists`), on PostgreSQL
-// (README, "Lists"). Two organizations of their own: one with 1,000 VPN connections and one with 1,000,000, written
+// (docs/api-conventions.md, "Lists"). Two organizations of their own: one with 1,000 VPN connections and one with 1,000,000, written
 // by SQL (`insert … select` over generate_series, as an operator's bulk import would: the triggers of migration 30
 // keep the list counts exact on the way, checked below). Figures:
 // - page 1 (`limit=20`, 10 connections of load) in each, p50 and req/s: the 1 M one within 3 × the 1 k one's p50;

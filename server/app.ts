@@ -92,7 +92,7 @@ function sendError(req: FastifyRequest, reply: FastifyReply, err: AppError) {
   return reply.status(err.status).send(envelope(req.id, err));
 }
 
-/** Maps Fastify's own request errors (parsing, limits, content type) to the error envelope (README "Errors"). */
+/** Maps Fastify's own request errors (parsing, limits, content type) to the error envelope (docs/api-conventions.md "Errors"). */
 function fastifyErrorToAppError(err: FastifyError): AppError {
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -408,7 +408,7 @@ function registerJsonBodies(app: FastifyInstance): void {
   });
 }
 
-/** Every error, and every unknown route, answered in the error envelope (README "Errors"). */
+/** Every error, and every unknown route, answered in the error envelope (docs/api-conventions.md "Errors"). */
 function registerErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const appErr = err instanceof AppError ? err : fastifyErrorToAppError(err);

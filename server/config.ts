@@ -176,7 +176,7 @@ const ZEnv = z.object({
   EDGE_HOST: z.string().trim().min(1).optional(),
   BACKUP_INTERVAL: duration('BACKUP_INTERVAL', 100, 366 * 86_400_000).default(24 * 3_600_000),
   DATABASE_DELETION_GRACE: duration('DATABASE_DELETION_GRACE', 0, 90 * 86_400_000).default(24 * 3_600_000),
-  /** Real database servers (README, "Databases", Real servers): `<engine>@<region>=<admin URL>`, comma-separated. */
+  /** Real database servers (docs/databases.md, "Databases", Real servers): `<engine>@<region>=<admin URL>`, comma-separated. */
   DATABASE_HOSTS: z.string().trim().optional(),
   DATABASE_HOSTS_FILE: z.string().trim().optional(),
   /** Where backups of real databases are kept; default `DATA_DIR/backups`. */
@@ -257,7 +257,7 @@ const ZEnv = z.object({
     .default('info'),
 });
 
-/** Default retry delays of webhook deliveries (README, "Webhooks"), in milliseconds. */
+/** Default retry delays of webhook deliveries (docs/webhooks.md, "Webhooks"), in milliseconds. */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = [
   5_000,
   5 * 60_000,
@@ -303,7 +303,7 @@ export interface Config {
     allowPrivateTargets: boolean;
     retryScheduleMs: number[];
     timeoutMs: number;
-    /** A webhook whose attempts have all failed for this long is disabled (README, "Webhooks"). */
+    /** A webhook whose attempts have all failed for this long is disabled (docs/webhooks.md, "Webhooks"). */
     disableAfterMs: number;
   };
   rateLimitBurst: number;
@@ -321,13 +321,13 @@ export interface Config {
   redis: { url: string; keyPrefix: string } | undefined;
   /** SMTP server and sender of outgoing mail; undefined: the log driver (never in production). */
   mail: { url: string; from: string } | undefined;
-  /** How long a password-reset link works (README, "Accounts and sessions"). */
+  /** How long a password-reset link works (docs/accounts-and-sessions.md, "Accounts and sessions"). */
   passwordResetTtlMs: number;
   /** Absolute lifetime of a login session from its sign-in: refreshing never extends it past this. */
   sessionMaxAgeMs: number;
   /** False only to measure what the audit log costs (the benchmark); every change is audited otherwise. */
   auditLogEnabled: boolean;
-  /** Sites are served at `https://<slug>.<sitesDomain>` (README, "Hosting"). */
+  /** Sites are served at `https://<slug>.<sitesDomain>` (docs/sites.md, "Sites and deployments"). */
   sitesDomain: string;
   /** Real builds and the edge (docs/hosting.md). */
   hosting: {
@@ -341,7 +341,7 @@ export interface Config {
     /** The edge's listen address; undefined: no edge in this process. */
     edge: { port: number; host: string } | undefined;
   };
-  /** Managed databases (README, "Databases"): automatic backup interval and deletion grace, in milliseconds. */
+  /** Managed databases (docs/databases.md, "Databases"): automatic backup interval and deletion grace, in milliseconds. */
   databases: {
     backupIntervalMs: number;
     deletionGraceMs: number;
@@ -360,7 +360,7 @@ export interface Config {
   };
   logLevel: (typeof LOG_LEVELS)[number];
   /**
-   * Origins whose pages may call `/v1` and `/trpc` (CORS, README "Browsers (CORS)"): `*` for any, else exact
+   * Origins whose pages may call `/v1` and `/trpc` (CORS, docs/api-conventions.md "Browsers (CORS)"): `*` for any, else exact
    * origins (`https://app.example.com`, lowercased as browsers send them).
    */
   corsOrigins: '*' | string[];

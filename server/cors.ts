@@ -2,7 +2,7 @@ import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from './config.js';
 
-/** Request headers a browser page may send (README, "Browsers (CORS)"); `Accept` needs no permission. */
+/** Request headers a browser page may send (docs/api-conventions.md, "Browsers (CORS)"); `Accept` needs no permission. */
 export const CORS_ALLOWED_HEADERS = [
   'Authorization',
   'Content-Type',

@@ -284,7 +284,7 @@ export function declaredErrors(
   return new Map([...out.entries()].sort(([a], [b]) => a - b));
 }
 
-/** The errors of an `Idempotency-Key` (README, "Idempotency"), added to an operation that takes one. */
+/** The errors of an `Idempotency-Key` (docs/api-conventions.md, "Idempotency"), added to an operation that takes one. */
 function addIdempotencyErrors(declared: Map<number, DeclaredError>): void {
   for (const code of ['CONFLICT', 'IDEMPOTENCY_KEY_REUSED'] as const) {
     const status = ERROR_STATUS[code];
@@ -467,7 +467,7 @@ function pruneUnusedComponents(doc: OpenAPIObject): void {
   }
 }
 
-/** Every response of every operation may carry `Access-Control-Allow-Origin` (README, "Browsers (CORS)"). */
+/** Every response of every operation may carry `Access-Control-Allow-Origin` (docs/api-conventions.md, "Browsers (CORS)"). */
 function addCorsHeader(doc: OpenAPIObject): void {
   const add = (response: Json) => {
     if (typeof response.$ref === 'string') return;
@@ -490,7 +490,7 @@ function eventSchemaName(type: string): string {
     .join('')}Event`;
 }
 
-/** The event body of conventions §8 (README, "Webhooks"), with this event's `data.object`: the resource's API view. */
+/** The event body of conventions §8 (docs/webhooks.md, "Webhooks"), with this event's `data.object`: the resource's API view. */
 function eventEnvelope(def: AnyEventDefinition): z.ZodType {
   return z
     .object({
@@ -505,7 +505,7 @@ function eventEnvelope(def: AnyEventDefinition): z.ZodType {
     .describe(`The body of a \`${def.type}\` delivery: ${def.description}`);
 }
 
-/** Headers of every delivery (README, "Webhooks"), as parameters of the webhooks' operations. */
+/** Headers of every delivery (docs/webhooks.md, "Webhooks"), as parameters of the webhooks' operations. */
 const DELIVERY_HEADERS: Record<
   string,
   { name: string; description: string; schema: Json; example?: string }

@@ -12,7 +12,7 @@ export const SERVER_SCRIPT = 'dist/server/main.js';
 
 /**
  * The Node flags `npm start` runs the server with (package.json's "start" script: `exec node <flags> <script>`), so
- * that every server the bench starts runs with the same ones (README, "Memory under load").
+ * that every server the bench starts runs with the same ones (docs/benchmarks.md, "Memory under load").
  */
 export const START_NODE_FLAGS: string[] = (() => {
   const pkg = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {

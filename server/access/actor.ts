@@ -16,7 +16,7 @@ export interface Actor {
   sessionId: string;
   /**
    * Set when the request was authenticated by an API key (`key_…`): the actor is the key's creator, with
-   * `permissions` narrowed to the key's (README, "API keys"), and role-gated operations are closed to it.
+   * `permissions` narrowed to the key's (docs/api-keys.md, "API keys"), and role-gated operations are closed to it.
    */
   apiKeyId?: string;
   role: Role;
@@ -67,7 +67,7 @@ interface ActorRow {
  * The condition every credential's query must put on the organization it resolves to (`o` being its row of
  * `organizations`): a deleted organization's credentials are refused from the commit of `DELETE /organization` on,
  * on every process, because the mark is in the database. A new kind of credential (API keys) resolves through a
- * query that joins `organizations o` and requires this, as ACTOR_SQL does (README, "The organization").
+ * query that joins `organizations o` and requires this, as ACTOR_SQL does (docs/organization.md, "The organization").
  */
 export const ORGANIZATION_LIVE_SQL = 'o.deleted_at is null';
 
@@ -128,7 +128,7 @@ export async function loadActorForClaims(db: Database, claims: AccessClaims, now
   };
 }
 
-/** API key secrets (README, "API keys"): `sk_` + base64url of 32 random bytes. */
+/** API key secrets (docs/api-keys.md, "API keys"): `sk_` + base64url of 32 random bytes. */
 export const API_KEY_SECRET_PREFIX = 'sk_';
 
 /** `sk_` and the base64url of 32 bytes (43 characters). */
@@ -240,7 +240,7 @@ export async function loadActorForApiKey(db: Database, secret: string, now: Date
 }
 
 /**
- * Revokes every live API key a user created (README, "API keys": deleting or suspending the creator revokes its
+ * Revokes every live API key a user created (docs/api-keys.md, "API keys": deleting or suspending the creator revokes its
  * keys). Run in the transaction that deletes or suspends the user.
  */
 export async function revokeApiKeysOf(em: Em, userId: string, now: Date): Promise<void> {

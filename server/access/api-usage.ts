@@ -6,7 +6,7 @@ import { planLimit, type PlanId } from '../lib/plans.js';
 import type { Clock } from '../lib/time.js';
 import type { QuotaTicket, SharedLimits } from './shared-limits.js';
 
-/** Burst window (README, "Rate limits and quotas"): `RATE_LIMIT_BURST` requests per this many seconds, per login session. */
+/** Burst window (docs/api-conventions.md, "Rate limits and quotas"): `RATE_LIMIT_BURST` requests per this many seconds, per login session. */
 export const BURST_WINDOW_SECONDS = 10;
 /** Counters are written to `api_calls_daily` this often (and at shutdown), never once per request. */
 export const USAGE_FLUSH_INTERVAL_MS = 5_000;
@@ -92,7 +92,7 @@ const registry = new WeakMap<object, ApiUsage>();
 
 /**
  * API calls per organization, user and UTC day (billing usage, `activity.api_calls_30d`), the monthly quota of the
- * plan, and the per-session burst limit (README, "Rate limits and quotas").
+ * plan, and the per-session burst limit (docs/api-conventions.md, "Rate limits and quotas").
  *
  * Requests only touch memory: counters are flushed with one upsert every few seconds and at shutdown. The monthly
  * total of an organization is read from the database on its first request and every 30 s after, so that several
@@ -106,7 +106,7 @@ const registry = new WeakMap<object, ApiUsage>();
  */
 export class ApiUsage {
   private pending = new Map<string, DayCount>();
-  /** API keys used since the last flush whose `last_used_at` is due (README, "API keys"): key id → time of use. */
+  /** API keys used since the last flush whose `last_used_at` is due (docs/api-keys.md, "API keys"): key id → time of use. */
   private keyUses = new Map<string, Date>();
   private readonly orgs = new Map<string, OrgMonth>();
   private readonly loading = new Map<string, Promise<OrgMonth>>();
@@ -489,7 +489,7 @@ export class ApiUsage {
   private async write(part: DayCount[]): Promise<void> {
     const values = part.map(() => '(?::varchar, ?::varchar, ?::date, ?::int, ?::int)').join(', ');
     const params = part.flatMap((e) => [e.organizationId, e.userId, e.day, e.calls, e.limited]);
-    // Not for an organization being deleted: its rows are being removed (README, "The organization").
+    // Not for an organization being deleted: its rows are being removed (docs/organization.md, "The organization").
     await this.db.orm.em.fork().execute(
       `insert into api_calls_daily (organization_id, user_id, day, "count", rate_limited)
        select * from (values ${values}) as v (organization_id, user_id, day, "count", rate_limited)

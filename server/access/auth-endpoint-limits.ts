@@ -5,7 +5,7 @@ import type { SharedLimits } from './shared-limits.js';
 /**
  * Per-address limits of the endpoints anyone may call (login, register, refresh, invitation acceptance, the
  * two-factor step and every other unauthenticated `/auth` mutation): `AUTH_RATE_LIMIT` requests per
- * `AUTH_RATE_LIMIT_WINDOW` from one client address to one endpoint (README, "Rate limits and quotas";
+ * `AUTH_RATE_LIMIT_WINDOW` from one client address to one endpoint (docs/api-conventions.md, "Rate limits and quotas";
  * docs/security.md). They hold password spraying and bcrypt work to a pace one address cannot turn into a CPU
  * exhaustion, before any password is hashed.
  *

@@ -3,7 +3,7 @@ import type { Em } from '../db/orm.js';
 import { Organization } from './organization.entity.js';
 
 /**
- * The first answer to a request sent with an `Idempotency-Key` (README, "Idempotency"), kept 24 hours under the
+ * The first answer to a request sent with an `Idempotency-Key` (docs/api-conventions.md, "Idempotency"), kept 24 hours under the
  * organization, the caller (`caller_id`: the user, or the API key `key_…`, that sent it) and the key, and written in
  * the transaction of the change it answers (server/trpc/idempotency.ts). Only that caller gets it again.
  * `fingerprint` identifies the request (procedure and input); `body` is the JSON answered, encrypted (AES-256-GCM,

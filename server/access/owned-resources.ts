@@ -5,8 +5,7 @@ import { invalidAccessToken } from '../lib/errors.js';
  * Resources that belong to a user (VPN connections, databases, sites...), declared by the module that owns them in
  * its manifest (`ownedResources`), so that the access core can act on them without importing any module:
  *
- * - deleting a user moves their rows to the user who deleted them (`resources_transferred_to`, README, "Users and
- *   permissions"), inside the delete's transaction;
+ * - deleting a user moves their rows to the user who deleted them (`resources_transferred_to`, docs/users-and-permissions.md, "Users, roles and permissions"), inside the delete's transaction;
  * - `activity` of `GET /users/:id` counts them.
  *
  * The registry is built at start from the modules' manifests (`deps.registry.ownedResources`).

@@ -40,7 +40,7 @@ export const RefreshTokenSchema = defineEntity({
 export class RefreshToken extends RefreshTokenSchema.class {}
 RefreshTokenSchema.setClass(RefreshToken);
 
-/** Failed logins per (email, ip) for throttling (README, "Calling the API"). */
+/** Failed logins per (email, ip) for throttling (docs/getting-started.md, "Calling the API"). */
 export const LoginThrottleSchema = defineEntity({
   name: 'LoginThrottle',
   tableName: 'login_throttles',

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 
 /**
  * The burst limit and the monthly quota counters in Redis, shared by every process that has the same `REDIS_URL`
- * and `REDIS_KEY_PREFIX` (README, "Rate limits and quotas"; docs/deploying.md).
+ * and `REDIS_KEY_PREFIX` (docs/api-conventions.md, "Rate limits and quotas"; docs/deploying.md).
  *
  * - Burst: rate-limiter-flexible's Redis store (a fixed window per login or key, one atomic script), with the
  *   in-process memory store as its insurance limiter while Redis cannot be reached.

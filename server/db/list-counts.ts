@@ -1,7 +1,7 @@
 import type { Em } from './orm.js';
 
 /**
- * Exact list totals from `list_counts` (README, "Lists"): the triggers of migration 30 keep, per list, the number of
+ * Exact list totals from `list_counts` (docs/api-conventions.md, "Lists"): the triggers of migration 30 keep, per list, the number of
  * rows of each combination of scope (organization, site or database), owner and enum filters, in the transaction
  * that writes the rows. A total is the sum of the few count rows matching the filters: it costs the same for ten
  * rows as for a million, and stays exact whoever writes the rows (the API, jobs, raw SQL).

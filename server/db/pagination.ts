@@ -4,7 +4,7 @@ import { countSql, type ListCountSpec } from './list-counts.js';
 import type { Em } from './orm.js';
 import { unknownCursor } from './raw-page.js';
 
-/** The paged reads of every list (README, "Lists"); the query and response shapes are in server/lib/pagination.ts. */
+/** The paged reads of every list (docs/api-conventions.md, "Lists"); the query and response shapes are in server/lib/pagination.ts. */
 
 type ListOptions<T extends object> = Omit<FindOptions<T, never>, 'limit' | 'offset' | 'orderBy'>;
 

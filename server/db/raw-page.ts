@@ -7,10 +7,10 @@ import type { Database, Em } from './orm.js';
 
 /**
  * The hot page lists (VPN connections, sites, databases) read one page and its total in one round trip, with rows
- * mapped straight to the list view instead of hydrated into the identity map (README, "Benchmark"). Outside a
+ * mapped straight to the list view instead of hydrated into the identity map (docs/benchmarks.md, "Benchmarks"). Outside a
  * transaction the statement is prepared once per connection for each combination of filters and paging mode.
  *
- * Scale (README, "Lists"): the total is a sum of maintained counts (db/list-counts.ts), never a count of the rows;
+ * Scale (docs/api-conventions.md, "Lists"): the total is a sum of maintained counts (db/list-counts.ts), never a count of the rows;
  * a page is read from an index that starts with the scope (and owner) and every enum filter, then the list's order.
  * Filters left open are expanded into one index range per value combination, merged in order, so that every page
  * read, whatever the filters, reads the rows it returns (plus the `page` offset) and no others. `starting_after`

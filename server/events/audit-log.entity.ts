@@ -4,7 +4,7 @@ export const AUDIT_ACTOR_TYPES = ['user', 'api_key'] as const;
 export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 
 /**
- * One entry of the audit log (README, "Audit log"): who did what to which target, from where, and the status
+ * One entry of the audit log (docs/audit-log.md, "Audit log"): who did what to which target, from where, and the status
  * answered. Written in the transaction of the change it records (server/events/audit.ts); never holds a request
  * body, so no password, token, secret or card data can reach it. No foreign keys: entries outlive what they name.
  */

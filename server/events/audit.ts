@@ -5,7 +5,7 @@ import { newId } from '../lib/ids.js';
 import type { AuditActorType } from './audit-log.entity.js';
 
 /**
- * The audit log's writer (README, "Audit log"). Every mutation runs inside an audit scope (opened by the base
+ * The audit log's writer (docs/audit-log.md, "Audit log"). Every mutation runs inside an audit scope (opened by the base
  * procedures, server/trpc/procedures.ts). The entry of a mutation that succeeds is written inside the first
  * transaction the mutation commits, by an ORM hook just before that commit: it commits with the change and
  * disappears with it on rollback. A mutation that commits nothing gets its entry when it answers; a refused one

@@ -1,4 +1,4 @@
-/** Every event name a webhook may subscribe to (README, "Webhooks" and "Hosting"). */
+/** Every event name a webhook may subscribe to (docs/webhooks.md, "Webhooks" and "Hosting"). */
 export const EVENT_TYPES = [
   'user.created',
   'user.updated',

@@ -17,7 +17,7 @@ function checkedPayload<T>(event: EventDefinition<T>, object: T): Record<string,
 
 /**
  * Records an event in the caller's unit of work, so it commits (or rolls back) with the change that caused it:
- * the transactional outbox of README, "Webhooks". `object` is the resource as the API shows it.
+ * the transactional outbox of docs/webhooks.md, "Webhooks". `object` is the resource as the API shows it.
  *
  * After commit the outbox relay (outbox.ts) hands it to every active webhook of `organizationId` subscribed to
  * `type`, one delivery each. Call it inside the `em.transactional` (or before the `flush`) of the change itself.

@@ -33,7 +33,7 @@ export const pruneDispatchedEventsJob = defineJob(
   { cron: '41 3 * * *' },
 );
 
-/** Idempotency records are kept 24 hours (README, "Idempotency"): expired ones are removed every hour. */
+/** Idempotency records are kept 24 hours (docs/api-conventions.md, "Idempotency"): expired ones are removed every hour. */
 export const purgeIdempotencyRecordsJob = defineJob(
   'core.purge-idempotency-records',
   async (deps) => {

@@ -26,7 +26,7 @@ export interface AppDeps {
   jobs: JobQueue;
   clock: Clock;
   log: Logger;
-  /** API call counters, monthly quota and burst limit (README, "Rate limits and quotas"). */
+  /** API call counters, monthly quota and burst limit (docs/api-conventions.md, "Rate limits and quotas"). */
   apiUsage: ApiUsage;
   /** Per-address limits of the unauthenticated endpoints (docs/security.md). */
   authLimits: AuthEndpointLimits;

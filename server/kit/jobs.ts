@@ -18,7 +18,7 @@ export type AnyModuleJob = ModuleJob<any>;
 
 /**
  * Attempts after the first of a module job that sets none. A job whose process died is retried like a failed one
- * (README, "Jobs"), so every module job allows retries, and its handler tolerates running again.
+ * (docs/operating.md, "Jobs and crash recovery"), so every module job allows retries, and its handler tolerates running again.
  */
 export const DEFAULT_JOB_RETRY_LIMIT = 3;
 

@@ -4,7 +4,7 @@ import { invalidCredentials, tooManyLoginAttempts } from '../lib/errors.js';
 import type { ActorContext, RequestContext } from './deps.js';
 
 /**
- * The login throttle (README, "Errors"): failed sign-ins per email and client address, 10 in 15 minutes lock that
+ * The login throttle (docs/api-conventions.md, "Errors"): failed sign-ins per email and client address, 10 in 15 minutes lock that
  * pair for 15 minutes (429 `TOO_MANY_LOGIN_ATTEMPTS`, even with the right password). Wrong passwords and codes count
  * wherever they are checked: login, two-factor verification, and every operation a signed-in user confirms with
  * their password (`confirmPassword`), so a stolen token cannot be used to guess the password faster than login.

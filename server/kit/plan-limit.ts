@@ -12,7 +12,7 @@ const LABELS: Record<CountedPlanFeature, string> = {
 };
 
 /**
- * The plan-limit check of every create that a plan counts (README, "Plans and limits"): 402 `PLAN_LIMIT_EXCEEDED`
+ * The plan-limit check of every create that a plan counts (docs/billing.md, "Plans"): 402 `PLAN_LIMIT_EXCEEDED`
  * with `details: [{resource, limit, current}]` when the organization already uses its plan's limit.
  *
  * Call it first inside the transaction that creates the resource. It reads the organization's plan under a share

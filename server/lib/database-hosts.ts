@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 /**
- * The real database servers of `DATABASE_HOSTS` (README, "Databases", Real servers; docs/deploying.md): one entry
+ * The real database servers of `DATABASE_HOSTS` (docs/databases.md, "Databases", Real servers; docs/deploying.md): one entry
  * per server, `<engine>@<region>=<admin URL>`, comma-separated. `?drain` (or `&drain`) at the end of an admin URL
  * keeps that server's databases running but places no new one there.
  *
@@ -45,7 +45,7 @@ export function parseDatabaseHosts(text: string): DatabaseHost[] {
     }
     const [, engine, region, rawUrl] = m as unknown as [string, string, string, string];
     if (engine === 'mongodb') {
-      problems.push(`${where}: mongodb has no real driver (README, "Databases"); leave it out`);
+      problems.push(`${where}: mongodb has no real driver (docs/databases.md, "Databases"); leave it out`);
       return;
     }
     if (engine !== 'postgresql' && engine !== 'mysql') {

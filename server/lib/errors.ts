@@ -1,4 +1,4 @@
-/** Every error code (README, "Errors"), with its HTTP status. The one table the whole API uses. */
+/** Every error code (docs/api-conventions.md, "Errors"), with its HTTP status. The one table the whole API uses. */
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 400,
   INVALID_JSON: 400,
@@ -32,7 +32,7 @@ export type ErrorDetail =
 
 /**
  * Statuses of transport errors that have no code of their own in the table above: they are answered with this
- * status and the nearest code (`VALIDATION_ERROR`: the request has to be changed to succeed). See README "Errors".
+ * status and the nearest code (`VALIDATION_ERROR`: the request has to be changed to succeed). See docs/api-conventions.md "Errors".
  */
 export type TransportStatus = 408 | 414 | 431;
 
@@ -72,7 +72,7 @@ export class AppError extends Error {
 
 /**
  * Where a client lists what it may name by id, per resource (the `what` of notFound): a 404 says where to look
- * (README, "Errors"). Resources listed under a parent name the parent's id as `{id}`.
+ * (docs/api-conventions.md, "Errors"). Resources listed under a parent name the parent's id as `{id}`.
  */
 const LISTED_AT: Record<string, string> = {
   'API key': 'GET /v1/api-keys',
@@ -107,7 +107,7 @@ export const conflict = (message: string, details?: ErrorDetail[]) =>
 export const unauthorized = (
   message = 'Authentication required: log in with POST /v1/auth/login, then send Authorization: Bearer <token>',
 ) => new AppError('UNAUTHORIZED', message);
-/** 401 for an access token past its expiry (README, "Authentication"). */
+/** 401 for an access token past its expiry (docs/accounts-and-sessions.md, "Accounts and sessions"). */
 export const tokenExpired = () =>
   new AppError(
     'TOKEN_EXPIRED',
@@ -122,7 +122,7 @@ export const invalidApiKey = (why = 'Invalid or revoked API key') =>
 /** 401 for a secret the caller gave (password, code, token) that does not match. */
 export const invalidCredentials = (message: string) => new AppError('INVALID_CREDENTIALS', message);
 export const paymentFailed = (message: string) => new AppError('PAYMENT_FAILED', message);
-/** 429 while the login throttle of an email and address is locked (README, "Authentication"). */
+/** 429 while the login throttle of an email and address is locked (docs/accounts-and-sessions.md, "Accounts and sessions"). */
 export const tooManyLoginAttempts = (retryAfter: number) =>
   new AppError(
     'TOO_MANY_LOGIN_ATTEMPTS',
@@ -136,7 +136,7 @@ export const planLimitExceeded = (
   detail: { resource: string; limit: number; current: number },
 ) => new AppError('PLAN_LIMIT_EXCEEDED', message, { details: [detail] });
 
-/** 409: with real servers configured, none takes new databases of that engine and region (README, "Databases"). */
+/** 409: with real servers configured, none takes new databases of that engine and region (docs/databases.md, "Databases"). */
 export const unsupportedPlacement = (message: string, details?: ErrorDetail[]) =>
   new AppError('UNSUPPORTED_PLACEMENT', message, { details });
 /** 503: a system the request needs did not answer; nothing was changed, the request can be retried. */
@@ -159,7 +159,7 @@ export function invalidInput(details: { path: string; message: string }[]): AppE
 }
 /** 400 for input the schema cannot judge alone (a rule across fields, a reference to another row). */
 export const validation = (path: string, message: string) => invalidInput([{ path, message }]);
-/** A body that is not JSON, or not parseable as JSON (README "Errors"); one wording wherever it is detected. */
+/** A body that is not JSON, or not parseable as JSON (docs/api-conventions.md "Errors"); one wording wherever it is detected. */
 export const unsupportedMediaType = (
   message = 'Request bodies must be sent as Content-Type: application/json',
 ) => new AppError('UNSUPPORTED_MEDIA_TYPE', message);

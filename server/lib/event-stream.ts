@@ -1,5 +1,5 @@
 /**
- * Server-Sent Events from a procedure (README, "Hosting", build logs). A procedure whose meta sets `eventStream`
+ * Server-Sent Events from a procedure (docs/sites.md, "Sites and deployments", build logs). A procedure whose meta sets `eventStream`
  * may be asked for `Accept: text/event-stream` on `/v1`. The transport then puts an {@link EventStreamRequest} on the
  * request's context and calls the procedure as for JSON: authentication, permission, scoping and input validation
  * are the procedure's own, and any error is answered in the JSON envelope before anything is streamed. If the

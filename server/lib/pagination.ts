@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { validation } from './errors.js';
 
-/** Paging parameters (README, "Calling the API"). */
+/** Paging parameters (docs/getting-started.md, "Calling the API"). */
 export const DEFAULT_PAGE_LIMIT = 20;
 export const MAX_PAGE_LIMIT = 100;
 /** Keeps `(page - 1) * limit` a safe integer and a sane OFFSET. */
@@ -24,8 +24,7 @@ const ZStartingAfter = z
 
 /**
  * Query fields of a page list (`?page=1&limit=20`, or `?limit=20&starting_after=<id>`): spread them into the list's
- * query schema, which should be a plain `z.object` (unknown query parameters are ignored, README, "Calling the
- * API"). Out of range or non-integer → 400. `z.coerce` is explicit because query values arrive as strings over REST
+ * query schema, which should be a plain `z.object` (unknown query parameters are ignored, docs/getting-started.md, "Calling the API"). Out of range or non-integer → 400. `z.coerce` is explicit because query values arrive as strings over REST
  * and as numbers over `/trpc`. Read them with pageRequest().
  */
 export const pageQueryShape = {
@@ -40,7 +39,7 @@ export const pageQueryShape = {
     ),
   limit: ZLimit,
   starting_after: ZStartingAfter.describe(
-    'Id of the last item of the previous page: the items after it, at the same cost on any page (README, "Lists"). ' +
+    'Id of the last item of the previous page: the items after it, at the same cost on any page (docs/api-conventions.md, "Lists"). ' +
       'Not with `page`; an id that is not an item of this list (with these filters) → 400',
   ),
 };
@@ -105,7 +104,7 @@ export const cursorResponseShape = {
   has_more: z.boolean().describe('True when more items follow; pass the last id as `starting_after`'),
 };
 
-/** Newest first, ties broken by id (README, "Calling the API"): every list uses this order. */
+/** Newest first, ties broken by id (docs/getting-started.md, "Calling the API"): every list uses this order. */
 export const NEWEST_FIRST = { createdAt: 'desc', id: 'desc' } as const;
 
 /** `LIMIT` and `OFFSET` of a page. */

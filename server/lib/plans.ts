@@ -1,4 +1,4 @@
-/** Plan constants (README, "Rate limits and quotas"): the only place they are written down. */
+/** Plan constants (docs/api-conventions.md, "Rate limits and quotas"): the only place they are written down. */
 export const PLAN_IDS = ['starter', 'pro', 'enterprise'] as const;
 export type PlanId = (typeof PLAN_IDS)[number];
 

@@ -42,7 +42,7 @@ export const ZEmail = z
   .transform((s) => s.toLowerCase())
   .describe('Email address (case-insensitive)');
 
-/** An empty body: any field is refused (unknown body fields are errors, README "Requests"). */
+/** An empty body: any field is refused (unknown body fields are errors, docs/api-conventions.md "The envelope"). */
 export const ZEmptyInput = z.strictObject({});
 /** No query parameters; unknown ones are ignored. */
 export const ZNoQuery = z.object({});

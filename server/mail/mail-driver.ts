@@ -38,7 +38,7 @@ export function redactLink(link: string): string {
 
 /**
  * The default driver outside production: each message becomes one `info` log line with the recipient, the subject,
- * its kind and its link redacted. The text is never logged: it holds the link's token (README, "Configuration").
+ * its kind and its link redacted. The text is never logged: it holds the link's token (docs/configuration.md, "Configuration").
  */
 export class LogMailDriver implements MailDriver {
   readonly name = 'log';

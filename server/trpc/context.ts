@@ -14,10 +14,10 @@ export interface ResponseMeta {
 export interface Context extends RequestContext {
   /** One EntityManager per request, forked from the global one (on first use). */
   em: Em;
-  /** True when the request may use /auth/* under the HTTPS rule (README, "Calling the API"). */
+  /** True when the request may use /auth/* under the HTTPS rule (docs/getting-started.md, "Calling the API"). */
   secureTransport: boolean;
   bearer: string | undefined;
-  /** The `Idempotency-Key` header, as sent (README, "Idempotency"; server/trpc/idempotency.ts). */
+  /** The `Idempotency-Key` header, as sent (docs/api-conventions.md, "Idempotency"; server/trpc/idempotency.ts). */
   idempotencyKey?: string;
   /**
    * Set when the answer is the replay of a kept error answer: the transport sends this status and body as they

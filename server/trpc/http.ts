@@ -20,7 +20,7 @@ import type { Context } from './context.js';
  * tRPC's own Fastify adapter turns every request into a Fetch `Request` carrying an `AbortSignal`, and combines
  * signals again per call. The Fetch implementation registers each such request with a finalizer that holds the
  * signal it was given until the request is collected and the finalizer has run; under sustained load those records
- * pile up faster than they are finalized, so the live heap grew by about 0.6 KB per call (README, "Benchmark").
+ * pile up faster than they are finalized, so the live heap grew by about 0.6 KB per call (docs/benchmarks.md, "Benchmarks").
  *
  * This transport answers the requests the SDK sends (`GET` queries with `?input=`, `POST` mutations with a JSON
  * body, batches as `/trpc/a,b?batch=1` with `input` keyed by index) the way tRPC 11's `resolveResponse` does: the

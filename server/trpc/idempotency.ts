@@ -8,7 +8,7 @@ import type { Context } from './context.js';
 import { toAppError, type Meta } from './init.js';
 
 /**
- * Idempotency keys (README, "Idempotency"). A kept answer belongs to the caller that got it: it is stored under the
+ * Idempotency keys (docs/api-conventions.md, "Idempotency"). A kept answer belongs to the caller that got it: it is stored under the
  * organization, the caller (the user, or the API key: `callerOf`) and the key, and found by the three, so the same
  * key sent by anyone else is a request of its own, checked, run and audited like any other, and never learns that
  * the key was used. Its body is stored encrypted (AES-256-GCM, `deps.keys.idempotency`): answers may show a secret
@@ -30,7 +30,7 @@ import { toAppError, type Meta } from './init.js';
  */
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
-/** 1–255 printable ASCII characters (README, "Idempotency"). */
+/** 1–255 printable ASCII characters (docs/api-conventions.md, "Idempotency"). */
 const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
 /** Answers that are not kept, so that the key can be used again (a corrected body, a retry after a 429 or 5xx). */
 const NOT_KEPT = new Set([400, 401, 403, 409, 429]);

@@ -24,7 +24,7 @@ export interface AppMeta {
   permission?: Permission;
   /** With `auth: 'role'`: the roles that may call (e.g. webhooks: owner and admin, docs/users-and-permissions.md). */
   roles?: readonly Role[];
-  /** Success status other than 200 (README, "Responses"). */
+  /** Success status other than 200 (docs/api-conventions.md, "The envelope"). */
   successStatus?: 201 | 202;
   /**
    * With 201: the path (under `/v1`) of the created resource, with `{field.path}` placeholders read from the
@@ -188,7 +188,7 @@ export function zodToAppError(err: ZodError): AppError {
 }
 
 export interface ErrorData {
-  /** Our error code (README, "Errors"). */
+  /** Our error code (docs/api-conventions.md, "Errors"). */
   code: ErrorCode;
   httpStatus: number;
   message: string;

@@ -35,7 +35,7 @@ const AUTHENTICATED_ERRORS: readonly ErrorCode[] = [
 export const publicProcedure = baseProcedure.use(errorMiddleware).meta({ auth: 'public', baseErrors: [] });
 
 /**
- * `/auth/*` endpoints anyone may call: refused over plain HTTP (the HTTPS rule, README "Errors"), then as publicProcedure,
+ * `/auth/*` endpoints anyone may call: refused over plain HTTP (the HTTPS rule, docs/api-conventions.md "Errors"), then as publicProcedure,
  * in one middleware (so the HTTPS rule answers before any input check, as it does for authenticated procedures).
  */
 export const authEndpointProcedure = baseProcedure
@@ -125,7 +125,7 @@ export async function bearerStillValid(ctx: Context): Promise<boolean> {
 }
 
 /**
- * Parts of the API closed to API keys whatever their permissions (README, "API keys"): signing in and out, the
+ * Parts of the API closed to API keys whatever their permissions (docs/api-keys.md, "API keys"): signing in and out, the
  * keys themselves, users, webhooks and the audit log. Every operation gated by a role is closed too (authorize).
  */
 const CLOSED_TO_API_KEYS = ['auth.', 'apiKeys.', 'users.', 'webhooks.', 'audit.'];
@@ -225,7 +225,7 @@ async function admitCaller(call: Call, opts: { httpsOnly: boolean } & Requiremen
   }
 }
 
-/** The HTTPS rule (README "Errors"): authentication endpoints are refused over plain HTTP. */
+/** The HTTPS rule (docs/api-conventions.md "Errors"): authentication endpoints are refused over plain HTTP. */
 function requireSecureTransport(ctx: Context): void {
   if (!ctx.secureTransport) throw new AppError('HTTPS_REQUIRED', 'Authentication endpoints require HTTPS');
 }

@@ -8,7 +8,7 @@ import { startTestServer, type Caller, type TestServer } from '../support/server
 import { auditFixtures, type AuditCall } from './audit-fixtures.js';
 
 /**
- * The audit table (README, "Audit log"), generated from the router like the security table: every mutation, called
+ * The audit table (docs/audit-log.md, "Audit log"), generated from the router like the security table: every mutation, called
  * the way a user succeeds with it, writes exactly one entry in its organization, naming the procedure, the actor,
  * the target and the status answered. A mutation without a fixture in audit-fixtures.ts fails the table.
  */

@@ -55,7 +55,7 @@ async function servePage(sdk: string): Promise<{ server: Server; origin: string 
 }
 
 /**
- * A browser app on another origin uses the SDK against the API (README, "Browsers (CORS)"): headless Chromium
+ * A browser app on another origin uses the SDK against the API (docs/api-conventions.md, "Browsers (CORS)"): headless Chromium
  * driven by playwright-core loads a page from one loopback port that calls the API on another. Skipped, saying why,
  * where Chromium is missing or cannot start.
  */

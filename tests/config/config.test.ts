@@ -51,7 +51,7 @@ function runMain(
   });
 }
 
-describe('configuration (README, "Configuration")', () => {
+describe('configuration (docs/configuration.md, "Configuration")', () => {
   describe('loadConfig', () => {
     it('has the documented defaults on a development machine', () => {
       const c = loadConfig({});

@@ -7,7 +7,7 @@ import { usingPostgres } from '../support/env.js';
 import { createConnection } from '../modules/vpn/vpn-helpers.js';
 
 /**
- * The lists' totals come from counts kept by triggers (migration 30, list_counts; README, "Lists"): exact under
+ * The lists' totals come from counts kept by triggers (migration 30, list_counts; docs/api-conventions.md, "Lists"): exact under
  * concurrent writes through the API and after SQL written outside the application, for every filter combination;
  * `starting_after` on the page lists (server/db/raw-page.ts).
  */

@@ -26,7 +26,7 @@ async function eventually<T>(check: () => Promise<T>, what: string, ms: number):
 }
 
 /**
- * Crash recovery of jobs (README, "Jobs and crash recovery"): a server process is killed (SIGKILL) while it holds
+ * Crash recovery of jobs (docs/operating.md, "Jobs and crash recovery"): a server process is killed (SIGKILL) while it holds
  * jobs (`active` in the queue: their handlers wait on rows this test keeps locked, as a slow provisioning step
  * would); another process started on the same database runs them again once their lease lapses, and each job's
  * effects happen exactly once. PostgreSQL only: PGlite is a single-process database (one server per data

@@ -5,7 +5,7 @@ import { http } from '../support/http.js';
 import { sharedServer, type TestServer } from '../support/server.js';
 
 /**
- * The errors a newcomer meets first say what to do next (README, "Errors"), with the code, the
+ * The errors a newcomer meets first say what to do next (docs/api-conventions.md, "Errors"), with the code, the
  * status and the envelope unchanged.
  */
 describe('error messages a person can act on', () => {
@@ -40,7 +40,7 @@ describe('error messages a person can act on', () => {
       'INVALID_CREDENTIALS',
       /^Invalid email or password: .*POST \/v1\/auth\/password-reset$/,
     );
-    // Unknown email: the same body (README, "Authentication").
+    // Unknown email: the same body (docs/accounts-and-sessions.md, "Accounts and sessions").
     const unknown = await http(s.baseUrl, 'POST', '/v1/auth/login', {
       body: { email: 'nobody@example.test', password: 'not-the-password' },
     });

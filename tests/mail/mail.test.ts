@@ -22,7 +22,7 @@ function capturingLogger() {
 
 const tokenOf = (link: string) => new URL(link).searchParams.get('token')!;
 
-describe('outgoing mail (README, "Configuration": MAIL_URL)', function () {
+describe('outgoing mail (docs/configuration.md, "Configuration": MAIL_URL)', function () {
   this.timeout(60_000);
 
   describe('without MAIL_URL: the log driver', () => {

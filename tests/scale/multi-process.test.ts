@@ -63,7 +63,7 @@ function startReceiver(): Promise<Receiver> {
 }
 
 /**
- * Several processes (README, "Running on PostgreSQL"; docs/deploying.md): three server processes on one PostgreSQL
+ * Several processes (docs/operating.md, "Running on PostgreSQL"; docs/deploying.md): three server processes on one PostgreSQL
  * database and one Redis, as behind a load balancer, on both passes of the suite (this test brings its own
  * database, and uses the Redis at TEST_REDIS_URL under a key prefix of its own). Requests are spread over the
  * processes round-robin; what must hold across them is checked from outside, over HTTP, and in the database.

@@ -10,7 +10,7 @@ import pino from 'pino';
 import type { Logger } from '../../server/kit/deps.js';
 
 /**
- * The Redis the suite uses for the limits shared by several processes (README, "Rate limits and quotas"): the one on
+ * The Redis the suite uses for the limits shared by several processes (docs/api-conventions.md, "Rate limits and quotas"): the one on
  * 127.0.0.1:6379 unless TEST_REDIS_URL says otherwise. Every test works under a key prefix of its own and removes
  * its keys, so several runs may share one Redis.
  */

@@ -50,7 +50,7 @@ export const notTenantScoped = (reason: string): NotTenantScoped => ({ notTenant
 
 export type SecurityFixture = (ctx: FixtureContext) => Promise<Record<string, unknown> | NotTenantScoped>;
 
-/** Procedures anyone may call without a token (README, "Calling the API"), with the reason. */
+/** Procedures anyone may call without a token (docs/getting-started.md, "Calling the API"), with the reason. */
 export const PUBLIC_PROCEDURES: Record<string, string> = {
   'auth.login': 'obtains a token',
   'auth.register': 'creates an organization and its owner',

@@ -59,7 +59,7 @@ export function listProcedures(): ProcedureInfo[] {
     .sort((a, b) => a.path.localeCompare(b.path));
 }
 
-/** Procedure paths closed to API keys whatever their permissions (README, "API keys"). */
+/** Procedure paths closed to API keys whatever their permissions (docs/api-keys.md, "API keys"). */
 const CLOSED_TO_KEYS = ['auth.', 'apiKeys.', 'users.', 'webhooks.', 'audit.'];
 
 interface Outcome {
@@ -275,7 +275,7 @@ export function defineSecurityTable(): void {
           }
         }
 
-        // 4. API keys (README, "API keys"): closed to role-gated operations and to /auth, /api-keys, /users,
+        // 4. API keys (docs/api-keys.md, "API keys"): closed to role-gated operations and to /auth, /api-keys, /users,
         // /webhooks, /audit-logs whatever the key holds; elsewhere a key without the permission → 403, and a key
         // with every permission still cannot reach another organization's id.
         const closed = auth === 'role' || CLOSED_TO_KEYS.some((prefix) => p.path.startsWith(prefix));

@@ -15,8 +15,7 @@ function expectLimited(res: HttpResult): void {
 }
 
 /**
- * The endpoints anyone may call are limited per client address and endpoint (docs/security.md, README "Rate limits
- * and quotas"): password spraying and bcrypt work from one address stop at AUTH_RATE_LIMIT per window.
+ * The endpoints anyone may call are limited per client address and endpoint (docs/security.md, docs/api-conventions.md "Rate limits and quotas"): password spraying and bcrypt work from one address stop at AUTH_RATE_LIMIT per window.
  */
 describe('per-address limits of the unauthenticated endpoints', function () {
   this.timeout(60_000);

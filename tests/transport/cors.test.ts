@@ -27,7 +27,7 @@ function expectReadable(res: { headers: Headers }, origin = '*') {
   expect(res.headers.get('access-control-allow-credentials')).to.equal(null);
 }
 
-describe('CORS on /v1 and /trpc (README, "Browsers (CORS)")', function () {
+describe('CORS on /v1 and /trpc (docs/api-conventions.md, "Browsers (CORS)")', function () {
   this.timeout(60_000);
 
   describe('with the default CORS_ORIGINS (*)', () => {

@@ -29,7 +29,7 @@ async function relay(target: URL): Promise<{ url: string; cut(): void }> {
   };
 }
 
-describe('database unreachable (README, "Errors": 503)', () => {
+describe('database unreachable (docs/api-conventions.md, "Errors": 503)', () => {
   let s: TestServer;
   let owner: TestUser;
   let cut: () => Promise<void>;

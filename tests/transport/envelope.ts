@@ -7,7 +7,7 @@ export const LEAK_PATTERN =
   /\bat .+\(.*:\d+:\d+\)|node_modules|\.ts:\d+|\bselect\b|\binsert into\b|\bfrom "|relation "|syntax error|violates|ECONNREFUSED|Mikro|PGlite|postgres(ql)?:\/\//i;
 
 /**
- * Asserts the error envelope (README "Errors"), exactly: `{success:false, error:{code, message, details?, request_id}}`,
+ * Asserts the error envelope (docs/api-conventions.md "Errors"), exactly: `{success:false, error:{code, message, details?, request_id}}`,
  * the status of the code (or `status`, for the transport statuses 408, 414 and 431 that have no code of their own),
  * `request_id` equal to the `X-Request-Id` header, and nothing that leaks internals.
  */

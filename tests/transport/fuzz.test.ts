@@ -179,7 +179,7 @@ function bodyText(base: Record<string, unknown>, field: string, value: string): 
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
-/** Statuses of transport errors that have no code of their own (README "Errors"). */
+/** Statuses of transport errors that have no code of their own (docs/api-conventions.md "Errors"). */
 const TRANSPORT_STATUSES = new Set([408, 414, 431]);
 
 function check(res: RawResult, label: string): void {

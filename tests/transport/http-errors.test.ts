@@ -11,7 +11,7 @@ import { expectError } from './envelope.js';
 import { rawConnection, rawExchange, rawRequest } from './raw.js';
 
 // Errors raised by Node's HTTP server or by Fastify before any procedure runs: the same envelope and X-Request-Id as
-// every other error (README "Errors"), with the status HTTP gives them.
+// every other error (docs/api-conventions.md "Errors"), with the status HTTP gives them.
 describe('errors raised before a procedure runs', () => {
   let s: TestServer;
   let owner: TestUser;

@@ -34,7 +34,7 @@ async function storedBodies(s: TestServer, organizationId: string, key: string):
 }
 
 /**
- * A kept answer belongs to the caller that got it (README, "Idempotency"): the same key and body sent by another user
+ * A kept answer belongs to the caller that got it (docs/api-conventions.md, "Idempotency"): the same key and body sent by another user
  * or API key of the organization is a request of its own, checked and audited as any other.
  */
 describe('Idempotency-Key: kept answers are the caller’s own', function () {

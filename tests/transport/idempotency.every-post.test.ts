@@ -12,7 +12,7 @@ import { startTestServer, type TestServer } from '../support/server.js';
 const createCaller = createCallerFactory(appRouter);
 
 /**
- * Every operation that takes an `Idempotency-Key` (README, "Idempotency"), called the way a user succeeds with it
+ * Every operation that takes an `Idempotency-Key` (docs/api-conventions.md, "Idempotency"), called the way a user succeeds with it
  * (the audit table's fixtures) and then again with the same key: the second call is the first answer replayed, and
  * nothing ran twice (one audit entry). On the embedded database this also shows that no operation needs a second
  * connection while the transaction that keeps its answer is open (it would wait for ever).

@@ -36,7 +36,7 @@ async function auditCount(s: TestServer, organizationId: string, action: string)
   return Number(row!.n);
 }
 
-describe('Idempotency-Key (README, "Idempotency")', function () {
+describe('Idempotency-Key (docs/api-conventions.md, "Idempotency")', function () {
   this.timeout(60_000);
   let s: TestServer;
 

@@ -12,7 +12,7 @@ import { ownPostgresDatabase, type ScratchDatabase } from '../support/scratch-da
 const ROOT = resolve(import.meta.dirname, '../..');
 
 /**
- * Idempotency across a crash (README, "Idempotency"): the real server in a child process is killed (SIGKILL) after
+ * Idempotency across a crash (docs/api-conventions.md, "Idempotency"): the real server in a child process is killed (SIGKILL) after
  * the change committed and before its answer left; after a restart on the same database, the retry with the same
  * key replays the first answer and nothing is created twice.
  */

@@ -38,7 +38,7 @@ const UNREACHABLE = /^Redis is unreachable/;
 const BACK = /^Redis is reachable again/;
 
 /**
- * With REDIS_URL (README, "Rate limits and quotas"; docs/deploying.md): the burst windows and the monthly quota
+ * With REDIS_URL (docs/api-conventions.md, "Rate limits and quotas"; docs/deploying.md): the burst windows and the monthly quota
  * counters are kept in Redis, so that they hold exactly across processes; without Redis the process falls back to its
  * own limits, and says so. The same behaviour across real server processes: tests/scale/multi-process.test.ts.
  */

@@ -19,7 +19,7 @@ function burstHeaders(res: HttpResult): { q: number; r: number; t: number } {
   return { q: Number(policy![1]), r: Number(state![1]), t };
 }
 
-describe('rate limits and API quotas (README, "Rate limits and quotas")', () => {
+describe('rate limits and API quotas (docs/api-conventions.md, "Rate limits and quotas")', () => {
   let s: TestServer;
   const clock = new FakeClock('2026-11-21T08:00:00.000Z');
   before(async () => {

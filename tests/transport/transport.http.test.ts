@@ -5,7 +5,7 @@ import { createOrg } from '../support/factories.js';
 import { expectError, LEAK_PATTERN } from './envelope.js';
 import { rawRequest } from './raw.js';
 
-describe('transport (README, "Calling the API" and "Errors")', () => {
+describe('transport (docs/getting-started.md, "Calling the API" and "Errors")', () => {
   let s: TestServer;
   before(async () => {
     s = await sharedServer();

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createOrg } from '../support/factories.js';
 
-// The SDK's path must not keep anything per call (README, "Benchmark"): a few thousand /trpc calls, single and
+// The SDK's path must not keep anything per call (docs/benchmarks.md, "Benchmarks"): a few thousand /trpc calls, single and
 // batched, then the heap after forced full collections is compared with the heap before them, with a generous bound
 // (caches warm up, the allocator keeps some slack) that a leak of a few KB per call exceeds. What each call used to
 // leave behind under load (a Fetch `Request`'s finalizer record holding the call's abort signal and its listeners,

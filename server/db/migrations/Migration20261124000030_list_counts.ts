@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Exact list totals without counting rows (README, "Lists"): `list_counts` holds, per list, the number of rows of
+ * Exact list totals without counting rows (docs/api-conventions.md, "Lists"): `list_counts` holds, per list, the number of rows of
  * each combination of the list's scope (organization, site, database), owner and enum filters, maintained by
  * statement-level triggers in the transaction that writes the rows. A total is the sum of the few rows that match a
  * request's filters. Written this way, the counts stay exact whoever writes the rows: the API, a job, an operator's

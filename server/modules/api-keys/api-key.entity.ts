@@ -4,7 +4,7 @@ import { User } from '../../access/user.entity.js';
 import { BaseSchema } from '../../db/base.entity.js';
 
 /**
- * An API key (README, "API keys"): a long-lived bearer credential of the organization that acts as its creator with
+ * An API key (docs/api-keys.md, "API keys"): a long-lived bearer credential of the organization that acts as its creator with
  * at most the permissions listed on it. Only the SHA-256 of the secret is kept (the secret carries 256 random bits,
  * so a fast hash is enough and keeps the per-request lookup cheap); the first 12 characters are kept in clear so a
  * user can tell keys apart. Revoked keys stay (hidden from the API) so the audit log can still name them.

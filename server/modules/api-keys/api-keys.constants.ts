@@ -1,6 +1,6 @@
 import { PERMISSIONS, type Permission } from '../../access/permissions.js';
 
-/** Lifetime of a key in days, when `expires_in_days` is not given, and the longest allowed (README, "API keys"). */
+/** Lifetime of a key in days, when `expires_in_days` is not given, and the longest allowed (docs/api-keys.md, "API keys"). */
 export const DEFAULT_EXPIRES_IN_DAYS = 90;
 export const MAX_EXPIRES_IN_DAYS = 365;
 /** Characters of the secret kept in clear (`prefix`), so that keys can be told apart. */
@@ -9,7 +9,7 @@ export const SECRET_PREFIX_LENGTH = 12;
 export const MAX_KEYS_PER_ORGANIZATION = 100;
 
 /**
- * The permissions a key may list (README, "API keys"): only those some operation open to keys can check. Keys are
+ * The permissions a key may list (docs/api-keys.md, "API keys"): only those some operation open to keys can check. Keys are
  * closed to `/users`, so no `users:*`; no billing operation asks for `billing:delete` (billing has read and write
  * only), so neither it nor `billing:admin`, which implies it.
  */

@@ -4,7 +4,7 @@ import { apiKeysRouter } from './api-keys.router.js';
 import { Migration20261124000020_api_keys } from './migrations/Migration20261124000020_api_keys.js';
 
 /**
- * API keys (README, "API keys"). The keys are managed here; a key is authenticated on the access core's hot path
+ * API keys (docs/api-keys.md, "API keys"). The keys are managed here; a key is authenticated on the access core's hot path
  * (access/actor.ts) and its `last_used_at` is written with the usage counters (access/api-usage.ts).
  */
 export const apiKeysModule = defineModule({

@@ -30,7 +30,7 @@ export async function listAuditLogs(
   if (since || until) {
     where.createdAt = { ...(since ? { $gte: since } : {}), ...(until ? { $lt: until } : {}) };
   }
-  // `actor_id`, `target_id`, `since` and `until` are not counted: with them the rows are counted (README, "Lists").
+  // `actor_id`, `target_id`, `since` and `until` are not counted: with them the rows are counted (docs/api-conventions.md, "Lists").
   const counted: Record<string, string> = { organization: ctx.actor.organizationId };
   if (input.action) counted.action = input.action;
   const page = await findCursorPage(ctx.em, AuditLog, where, input, {

@@ -14,7 +14,7 @@ export const purgeExpiredSessionsJob = defineJob(
   { cron: '17 * * * *' },
 );
 
-/** Looks the account of a reset request up and mails it the link (README, "Accounts and sessions"). */
+/** Looks the account of a reset request up and mails it the link (docs/accounts-and-sessions.md, "Accounts and sessions"). */
 export const sendPasswordResetJob = defineJob<{ email: string }>('auth.send-password-reset', (deps, data) =>
   sendPasswordReset(deps, data.email),
 );

@@ -36,7 +36,7 @@ export type TRefreshOutput = z.infer<typeof ZRefreshOutput>;
 export const ZLogoutOutput = z.object({ success: z.literal(true), message: z.string() });
 export const ZMeOutput = z.object({ success: z.literal(true), user: ZUserSummary });
 
-// ---------- two-factor sign-in (README, "Two-factor sign-in") ----------
+// ---------- two-factor sign-in (docs/two-factor.md, "Two-factor sign-in") ----------
 
 const ZTotpCode = z
   .string()
@@ -104,7 +104,7 @@ export const ZTwoFactorVerifyInput = z.strictObject({
 });
 export type TTwoFactorVerifyInput = z.infer<typeof ZTwoFactorVerifyInput>;
 
-// ---------- password and sessions (README, "Accounts and sessions") ----------
+// ---------- password and sessions (docs/accounts-and-sessions.md, "Accounts and sessions") ----------
 
 export const ZChangePasswordInput = z.strictObject({
   current_password: ZPassword.describe('The password now'),

@@ -49,7 +49,7 @@ export async function login(ctx: RequestContext, input: TLoginInput): Promise<TL
   const ok = user?.passwordHash
     ? await ctx.deps.passwords.compare(input.password, user.passwordHash)
     : await ctx.deps.passwords.compareWithDummy(input.password);
-  // A deleted organization's users are unknown from its deletion on (README, "The organization").
+  // A deleted organization's users are unknown from its deletion on (docs/organization.md, "The organization").
   const gone = !!user?.organization.deletedAt;
   if (!user || !user.passwordHash || !ok || user.status !== 'active' || gone) {
     await recordFailure(ctx, key);

@@ -28,7 +28,7 @@ export function auditActor(user: Pick<User, 'id' | 'email' | 'organization'>): A
   return { type: 'user', id: user.id, email: user.email, organizationId: user.organization.id };
 }
 
-/** `auth.login_failed` in the audit log of the user whose email was tried (README, "Audit log"). */
+/** `auth.login_failed` in the audit log of the user whose email was tried (docs/audit-log.md, "Audit log"). */
 export async function recordLoginFailure(ctx: RequestContext, user: User): Promise<void> {
   if (!ctx.deps.config.auditLogEnabled) return;
   await writeAuditEntry(ctx.em, {

@@ -3,7 +3,7 @@ import { User } from '../../access/user.entity.js';
 import { BaseSchema } from '../../db/base.entity.js';
 
 /**
- * A password-reset link's token (README, "Accounts and sessions"): mailed once, stored as its SHA-256, good for
+ * A password-reset link's token (docs/accounts-and-sessions.md, "Accounts and sessions"): mailed once, stored as its SHA-256, good for
  * `PASSWORD_RESET_TTL` and one use. A password change or reset voids the user's other unused ones.
  */
 export const PasswordResetTokenSchema = defineEntity({

@@ -6,7 +6,7 @@ import { isId } from '../../lib/ids.js';
 import type { TLoginSession, TRevokeAllSessionsInput } from './auth.schema.js';
 
 /**
- * The caller's login sessions (README, "Accounts and sessions"). Revoking a session makes its access and refresh
+ * The caller's login sessions (docs/accounts-and-sessions.md, "Accounts and sessions"). Revoking a session makes its access and refresh
  * tokens fail from the next call on (the access check reads the session with the user, server/access/actor.ts).
  */
 

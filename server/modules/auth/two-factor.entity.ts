@@ -3,7 +3,7 @@ import { User } from '../../access/user.entity.js';
 import { BaseSchema } from '../../db/base.entity.js';
 
 /**
- * A user's TOTP secret (README, "Two-factor sign-in"), encrypted with the two-factor key. `pendingSecret` is the one
+ * A user's TOTP secret (docs/two-factor.md, "Two-factor sign-in"), encrypted with the two-factor key. `pendingSecret` is the one
  * `setup` issued and `enable` has not confirmed yet; `secret` the confirmed one. `lastStep` is the 30-second time
  * step of the last code accepted: a code of that step or an earlier one is refused (no replay).
  */

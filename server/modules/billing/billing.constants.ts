@@ -1,4 +1,4 @@
-/** Enums and fixed values of billing (README, "Billing"). */
+/** Enums and fixed values of billing (docs/billing.md, "Billing"). */
 export const SUBSCRIPTION_STATUSES = ['active', 'past_due', 'canceled'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 

@@ -21,13 +21,13 @@ export interface BillingRuntime {
   readonly scheduler: BillingScheduler;
 }
 
-/** Plans, the subscription, payment methods, invoices, renewals and dunning, usage (README, "Billing"). */
+/** Plans, the subscription, payment methods, invoices, renewals and dunning, usage (docs/billing.md, "Billing"). */
 // Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
 export const billingModule: ModuleManifest<'billing', BillingRuntime> = defineModule({
   name: 'billing',
   router: billingRouter,
   create: (deps: AppDeps): BillingRuntime => ({
-    // The simulated processor is the only one there is (README, "Billing").
+    // The simulated processor is the only one there is (docs/billing.md, "Billing").
     driver: new SimulatedBillingDriver(),
     scheduler: new BillingScheduler(deps),
   }),

@@ -38,7 +38,7 @@ async function invoiceForLink(
   const em = deps.db.orm.em.fork();
   const invoice = await em.findOne(Invoice, { id });
   if (!invoice) throw notFound('Invoice');
-  // Nothing of a deleted organization is readable (README, "The organization").
+  // Nothing of a deleted organization is readable (docs/organization.md, "The organization").
   const organization = await em.findOne(Organization, { id: invoice.organization.id, deletedAt: null });
   if (!organization) throw notFound('Invoice');
   return { invoice, organization };

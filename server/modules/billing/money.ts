@@ -1,5 +1,5 @@
 /**
- * Money is integer cents end to end (README, "Billing"); it becomes a number of currency units, with at most two
+ * Money is integer cents end to end (docs/billing.md, "Billing"); it becomes a number of currency units, with at most two
  * decimals, only in API views. Every function here is exact integer arithmetic.
  */
 

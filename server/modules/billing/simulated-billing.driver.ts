@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { AttachedCard, BillingDriver, ChargeRequest, ChargeResult } from './billing.driver.js';
 
-/** The simulated processor's test tokens (README, "Billing"). */
+/** The simulated processor's test tokens (docs/billing.md, "Billing"). */
 export const TEST_CARDS: Record<string, Omit<AttachedCard, 'processorRef'> & { declines: boolean }> = {
   pm_card_visa: { brand: 'visa', last4: '4242', expMonth: 12, expYear: 2034, declines: false },
   pm_card_mastercard: { brand: 'mastercard', last4: '4444', expMonth: 12, expYear: 2034, declines: false },

@@ -83,7 +83,7 @@ export const ManagedDatabaseSchema = defineEntity({
     server: p.string().length(200).nullable(),
     /** Whether clients must use TLS (`connection_info.ssl_required`). */
     sslRequired: p.boolean().default(true),
-    /** Over its storage: made read-only until back under (README, "Databases", Real servers). */
+    /** Over its storage: made read-only until back under (docs/databases.md, "Databases", Real servers). */
     readOnly: p.boolean().default(false),
     /** Why the database is `failed` (its creation did not succeed after retries); no secret. */
     statusReason: p.string().length(500).nullable(),

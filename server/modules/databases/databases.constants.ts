@@ -1,4 +1,4 @@
-/** The fixed values of managed databases (README, "Databases"). */
+/** The fixed values of managed databases (docs/databases.md, "Databases"). */
 
 export const DATABASE_ENGINES = ['postgresql', 'mysql', 'mongodb'] as const;
 export type DatabaseEngine = (typeof DATABASE_ENGINES)[number];

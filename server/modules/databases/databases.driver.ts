@@ -1,7 +1,7 @@
 import type { DatabaseEngine, DatabaseRegion, DatabaseSize } from './databases.constants.js';
 
 /**
- * The database hosts this API manages, as an interface (README, "Databases"). Without `DATABASE_HOSTS` the built-in
+ * The database hosts this API manages, as an interface (docs/databases.md, "Databases"). Without `DATABASE_HOSTS` the built-in
  * driver simulates them (simulated-databases.driver.ts), the way Stripe has a test mode; with it, the hosted driver
  * (drivers/hosted-databases.driver.ts) creates real databases on those servers. The service records every change in
  * its own tables (the desired state) and durable jobs (databases.jobs.ts) ask the driver to carry it out, so a

@@ -10,7 +10,7 @@ import type { DatabaseBackup } from './database-backup.entity.js';
 import type { ManagedDatabase } from './database.entity.js';
 
 /**
- * The life of a database on the durable job queue (README, "Databases"). Every change of state is written in the
+ * The life of a database on the durable job queue (docs/databases.md, "Databases"). Every change of state is written in the
  * transaction of the request that asks for it, together with the job that finishes it, so a change committed just
  * before a crash finishes after the restart, and a rolled-back one queues nothing:
  *
@@ -433,7 +433,7 @@ export async function sweepDatabases(
 }
 
 /**
- * The storage check of the sweep (README, "Databases", Real servers): a real `running` database over the storage of
+ * The storage check of the sweep (docs/databases.md, "Databases", Real servers): a real `running` database over the storage of
  * its size becomes read-only, and writable again once back under; each change emits `database.updated`.
  * `limitBytes` (tests) replaces the storage of the size.
  */

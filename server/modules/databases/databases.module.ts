@@ -29,8 +29,8 @@ export interface DatabasesRuntime {
 }
 
 /**
- * The driver of this process, from the configuration: real servers with `DATABASE_HOSTS` (README, "Databases",
- * Real servers), dumps in `BACKUP_DIR`; otherwise the simulated hosts (README, "Databases", Simulation), each change
+ * The driver of this process, from the configuration: real servers with `DATABASE_HOSTS` (docs/databases.md, "Databases",
+ * Real servers), dumps in `BACKUP_DIR`; otherwise the simulated hosts (docs/databases.md, "Databases", Simulation), each change
  * done after PROVISIONING_DELAY_MS.
  */
 function createDatabasesRuntime(deps: AppDeps, config: Config): DatabasesRuntime {

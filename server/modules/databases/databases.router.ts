@@ -80,7 +80,7 @@ export const databasesRouter = router({
         summary: 'Create a database',
         description:
           'The database starts `creating` and becomes `running` after the provisioning delay (simulated) or once ' +
-          'a real server has created it (`DATABASE_HOSTS`: README, "Databases", Real servers). This response ' +
+          'a real server has created it (`DATABASE_HOSTS`: docs/databases.md, "Databases", Real servers). This response ' +
           'alone carries the generated password (`connection_info.password`, and in clear in ' +
           '`connection_string`): it is stored as a hash only. With `backup_id`, the database starts from that ' +
           'completed backup (a real one restores its dump). Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`. ' +

@@ -166,7 +166,7 @@ export const ZDatabaseMetrics = z
     storage_usage: ZPercent.describe('Percent of the storage in use'),
   })
   .describe(
-    'Load, simulated or read from a real server (README, "Databases"); all 0 unless `running` or `resizing`',
+    'Load, simulated or read from a real server (docs/databases.md, "Databases"); all 0 unless `running` or `resizing`',
   )
   .meta({ id: 'DatabaseMetrics' });
 
@@ -179,7 +179,7 @@ export const ZDatabaseDetailMetrics = z
     }),
   })
   .describe(
-    'Load, simulated or read from a real server (README, "Databases"); all 0 unless `running` or `resizing`',
+    'Load, simulated or read from a real server (docs/databases.md, "Databases"); all 0 unless `running` or `resizing`',
   )
   .meta({ id: 'DatabaseDetailMetrics' });
 

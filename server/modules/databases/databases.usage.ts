@@ -10,7 +10,7 @@ import { DATABASES_TABLES, usagePeriodRows } from './databases.repository.js';
  */
 export const databasesUsageCounter: UsageCounter = {
   feature: 'databases',
-  // From the list's maintained counts (README, "Lists"): `d2` is the status; removed databases are not counted.
+  // From the list's maintained counts (docs/api-conventions.md, "Lists"): `d2` is the status; removed databases are not counted.
   count: (em, organizationId) =>
     countedRows(em, DATABASES_TABLES.databases, organizationId, `"d2" <> 'deleting'`),
 };

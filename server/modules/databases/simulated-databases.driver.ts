@@ -17,7 +17,7 @@ import type {
 } from './databases.driver.js';
 
 /**
- * The built-in database hosts (README, "Databases", Simulation). Nothing runs anywhere: every change is done after
+ * The built-in database hosts (docs/databases.md, "Databases", Simulation). Nothing runs anywhere: every change is done after
  * `PROVISIONING_DELAY_MS`, and the load of an instance is a function of its id and the time, so that the same
  * instance at the same instant always shows the same figures:
  *

@@ -1,4 +1,4 @@
-/** Frameworks a site can be built with, and what their builds run by default (README, "Hosting"). */
+/** Frameworks a site can be built with, and what their builds run by default (docs/sites.md, "Sites and deployments"). */
 export const FRAMEWORKS = ['react', 'nextjs', 'vue', 'angular'] as const;
 export type Framework = (typeof FRAMEWORKS)[number];
 
@@ -38,7 +38,7 @@ export const FINAL_DEPLOYMENT_STATUSES: readonly DeploymentStatus[] = ['success'
 export const LOG_STREAMS = ['stdout', 'stderr'] as const;
 export type LogStream = (typeof LOG_STREAMS)[number];
 
-/** Limits of the input (README, "Hosting"). */
+/** Limits of the input (docs/sites.md, "Sites and deployments"). */
 export const LIMITS = {
   nameLength: 100,
   gitRepoLength: 2048,

@@ -142,7 +142,7 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
   usage: [
     {
       feature: 'hosting_sites',
-      // From the list's maintained counts (README, "Lists"), not a count of the rows.
+      // From the list's maintained counts (docs/api-conventions.md, "Lists"), not a count of the rows.
       count: countSites,
     },
   ],

@@ -635,7 +635,7 @@ export const HOSTING_ORGANIZATION_ROWS: OrganizationRows = {
   ],
 };
 
-/** Sites of an organization, from the list's maintained counts (README, "Lists"), not a count of the rows. */
+/** Sites of an organization, from the list's maintained counts (docs/api-conventions.md, "Lists"), not a count of the rows. */
 export function countSites(em: Em, organizationId: string): Promise<number> {
   return countedRows(em, T.sites, organizationId);
 }

@@ -312,7 +312,7 @@ export const ZSiteDetail = z
           .describe('Share of the last 24 hours the site answered (`99.98%`); `0%` before anything is live'),
       })
       .describe(
-        'Traffic of the last 24 hours: what the edge served for sites built for real (`BUILDER=local`, docs/hosting.md), simulated otherwise (README, "Hosting")',
+        'Traffic of the last 24 hours: what the edge served for sites built for real (`BUILDER=local`, docs/hosting.md), simulated otherwise (docs/sites.md, "Sites and deployments")',
       ),
   })
   .meta({ id: 'HostingSiteDetail' });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /**
- * Simulated traffic of a site (no real edge network exists, README "Hosting"). It is a function of the site's id
+ * Simulated traffic of a site (no real edge network exists, docs/sites.md "Sites and deployments"). It is a function of the site's id
  * and of time alone, so every reader (the detail view's `metrics`, the usage report's `hosting.bandwidth_gb`) sees
  * the same figures, and figures for adjacent windows add up exactly.
  *

@@ -20,7 +20,7 @@ const BUILD_OUTPUT: Record<Framework, (hash: string) => string[]> = {
 };
 
 /**
- * The simulated builder (README, "Hosting"): five steps, each writing what a real build prints.
+ * The simulated builder (docs/sites.md, "Sites and deployments"): five steps, each writing what a real build prints.
  *
  * 0. clone: checks `git_repo` against the address rules again (the repository host may resolve elsewhere by now;
  *    a refused address fails the build);

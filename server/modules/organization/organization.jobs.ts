@@ -94,7 +94,7 @@ async function requeue(deps: AppDeps, data: PurgeJobData, delayMs: number): Prom
 
 /**
  * At start: a removal job for every organization marked deleted whose row is still there (a process killed in the
- * middle leaves its job `active` until its lease lapses, README "Jobs and crash recovery"; this resumes at once).
+ * middle leaves its job `active` until its lease lapses, docs/operating.md "Jobs and crash recovery"; this resumes at once).
  */
 export const organizationPurgeResumer = {
   name: 'organization.purge-resumer',

@@ -4,7 +4,7 @@ import { organizationPurgeJob, organizationPurgeResumer } from './organization.j
 import { organizationRouter } from './organization.router.js';
 
 /**
- * The organization itself (README, "The organization"): view, rename, ownership transfer, deletion. Its row and
+ * The organization itself (docs/organization.md, "The organization"): view, rename, ownership transfer, deletion. Its row and
  * users are the core's; this module owns the deletion mark's migration and the job that removes a deleted
  * organization's rows, as every module's manifest describes them (`organizationRows`).
  */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PLAN_IDS } from '../../lib/plans.js';
 import { ZPassword, zPathId } from '../../lib/schema.js';
 
-/** The organization as the API shows it (README, "The organization"). */
+/** The organization as the API shows it (docs/organization.md, "The organization"). */
 export const ZOrganization = z
   .object({
     id: z.string().describe('Organization id, `org_…`'),

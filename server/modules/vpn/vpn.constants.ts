@@ -1,4 +1,4 @@
-/** Location codes of VPN servers (README, "VPN", the platform's region codes). */
+/** Location codes of VPN servers (docs/vpn.md, "VPN", the platform's region codes). */
 export const VPN_LOCATIONS = [
   'us-east',
   'us-west',

@@ -44,7 +44,7 @@ export const vpnModule: ModuleManifest<'vpn', VpnRuntime> = defineModule({
   usage: [
     {
       feature: 'vpn_connections',
-      // From the list's maintained counts (README, "Lists"), not a count of the rows.
+      // From the list's maintained counts (docs/api-conventions.md, "Lists"), not a count of the rows.
       count: (em, organizationId) => countedRows(em, 'vpn_connections', organizationId),
     },
   ],

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 
 /**
- * Simulated traffic of an active connection (no real tunnel exists, README, "VPN"). When a connection becomes
+ * Simulated traffic of an active connection (no real tunnel exists, docs/vpn.md, "VPN"). When a connection becomes
  * active it draws a steady rate: upload 2 to 24 KiB/s, download 3 to 12 times that (browsing-like). While active,
  * its totals are the totals at the start of the session plus rate × time since `connected_at`, and
  * `last_activity` is the time of reading. A periodic job and every state change store those values, so what is

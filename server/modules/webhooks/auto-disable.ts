@@ -11,7 +11,7 @@ export interface DisabledWebhook {
 
 /**
  * Tells the organization's owner and admins (active users) that a webhook was disabled because every attempt failed
- * for `WEBHOOK_DISABLE_AFTER`, through the mail driver (README, "Webhooks"). Runs after the commit that disabled it.
+ * for `WEBHOOK_DISABLE_AFTER`, through the mail driver (docs/webhooks.md, "Webhooks"). Runs after the commit that disabled it.
  */
 export async function notifyAutoDisabled(deps: AppDeps, hooks: DisabledWebhook[]): Promise<void> {
   const em = deps.db.orm.em.fork();

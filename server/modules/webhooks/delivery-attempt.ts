@@ -19,7 +19,7 @@ export interface AttemptTarget {
   attempt: number;
   url: string;
   secret: string;
-  /** The secret before a rotation, while its overlap lasts: signs too (README, "Webhooks"). */
+  /** The secret before a rotation, while its overlap lasts: signs too (docs/webhooks.md, "Webhooks"). */
   previousSecret: string | null;
 }
 

@@ -2,7 +2,7 @@ import type { Em } from '../../db/orm.js';
 import type { OutboxEvent } from '../../events/outbox.js';
 import { newId } from '../../lib/ids.js';
 
-/** How a test delivery's body starts (README, "Webhooks"): real events start with `{"id":`. */
+/** How a test delivery's body starts (docs/webhooks.md, "Webhooks"): real events start with `{"id":`. */
 export const TEST_BODY_PREFIX = '{"test":true,';
 
 /** Whether stored delivery bytes are those of a test (`POST /webhooks/:id/test`), including its redeliveries. */
@@ -11,7 +11,7 @@ export function isTestPayload(payload: string): boolean {
 }
 
 /**
- * The event body (README, "Webhooks"), in its key order. Its bytes are stored and sent unchanged on every attempt.
+ * The event body (docs/webhooks.md, "Webhooks"), in its key order. Its bytes are stored and sent unchanged on every attempt.
  * A test delivery's body starts with `"test": true`; real events have no `test` field.
  */
 export function eventBody(e: {
@@ -61,7 +61,7 @@ export async function fanOutToWebhooks(em: Em, events: OutboxEvent[], now: Date)
   if (platformTypes.length > 0) {
     const seen = new Set(hooks.map((h) => h.id));
     const all = await em.execute<HookRow[]>(
-      // Not to a deleted organization's webhooks: its rows are being removed (README, "The organization").
+      // Not to a deleted organization's webhooks: its rows are being removed (docs/organization.md, "The organization").
       `select w."id", w."organization_id", w."events" from "webhooks" w
          join "organizations" o on o."id" = w."organization_id"
         where w."status" = 'active' and o."deleted_at" is null`,

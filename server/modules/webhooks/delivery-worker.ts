@@ -31,7 +31,7 @@ import {
  */
 
 /**
- * How long past the attempt's timeout a claimed delivery stays claimed (README, "Webhooks"): the request itself is
+ * How long past the attempt's timeout a claimed delivery stays claimed (docs/webhooks.md, "Webhooks"): the request itself is
  * over by the timeout, and this leaves room to record its outcome, so a live process never sees its attempt made a
  * second time elsewhere. A process killed mid-attempt leaves its deliveries due again after the timeout and this
  * margin (25 s with the default `WEBHOOK_TIMEOUT_MS`), when any process's next look takes them.
@@ -102,7 +102,7 @@ export class DeliveryWorker {
   }
 
   /**
-   * A rotation of `webhookId`'s secret was just written (README, "Webhooks"): an attempt claimed before it commits
+   * A rotation of `webhookId`'s secret was just written (docs/webhooks.md, "Webhooks"): an attempt claimed before it commits
    * still carries the replaced secret alone and could reach a receiver that has already switched to the new one.
    * Such attempts of this process are signed with both secrets instead (and, if the rotation were rolled back, the
    * extra signature would only be one the receiver ignores).

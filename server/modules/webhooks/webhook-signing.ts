@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 
 const SECRET_PREFIX = 'whsec_';
 
-/** `whsec_` + the standard base64 of 32 random bytes (README, "Webhooks"; the Standard Webhooks secret format). */
+/** `whsec_` + the standard base64 of 32 random bytes (docs/webhooks.md, "Webhooks"; the Standard Webhooks secret format). */
 export function newWebhookSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`;
 }
@@ -44,7 +44,7 @@ export function standardSignature({ secret, body, messageId, timestamp }: SignIn
 }
 
 /**
- * Every header of a delivery attempt (README, "Webhooks"). During a rotation's overlap (`previousSecret` set) the
+ * Every header of a delivery attempt (docs/webhooks.md, "Webhooks"). During a rotation's overlap (`previousSecret` set) the
  * new secret keys `X-VPN-Signature`, the old one `X-VPN-Signature-Previous`, and `webhook-signature` lists both,
  * new first (`v1,<new> v1,<old>`): a receiver holding either secret verifies.
  */

@@ -16,7 +16,7 @@ export const WebhookSchema = defineEntity({
   properties: {
     organization: () => p.manyToOne(Organization).deleteRule('cascade'),
     url: p.string().length(2048),
-    /** Subscribed event names (README, "Webhooks"). */
+    /** Subscribed event names (docs/webhooks.md, "Webhooks"). */
     events: p.array(),
     description: p.string().length(500).nullable(),
     /** `whsec_` + base64 of 32 random bytes. Needed in clear to sign deliveries; never serialised. */
@@ -25,7 +25,7 @@ export const WebhookSchema = defineEntity({
     /** The secret before the latest rotation: deliveries are signed with it too until it expires. Never serialised. */
     previousSecret: p.string().length(128).nullable().hidden(),
     previousSecretExpiresAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
-    /** Start of the current run of failed attempts; null after a success (auto-disable, README "Webhooks"). */
+    /** Start of the current run of failed attempts; null after a success (auto-disable, docs/webhooks.md "Webhooks"). */
     failingSince: p.datetime(3).nullable().columnType('timestamptz(3)'),
   },
 });

@@ -18,7 +18,7 @@ export const MAX_WEBHOOKS_PER_ORGANIZATION = 100;
 /** The name of the delivery worker's entry in the manifest; the worker is `deps.modules.webhooks.deliveryWorker`. */
 export const DELIVERY_WORKER = 'webhooks.deliveries';
 
-/** Deliveries are kept this many days (README, "Webhooks"); `recover` reaches as far back. */
+/** Deliveries are kept this many days (docs/webhooks.md, "Webhooks"); `recover` reaches as far back. */
 export const DELIVERY_RETENTION_DAYS = 30;
 
 /**

@@ -14,7 +14,7 @@ export const dropExpiredSecretsJob = defineJob(
   { cron: '7 * * * *' },
 );
 
-/** Deliveries older than 30 days are removed (README, "Webhooks"). */
+/** Deliveries older than 30 days are removed (docs/webhooks.md, "Webhooks"). */
 export const purgeDeliveriesJob = defineJob(
   'webhooks.purge-deliveries',
   async (deps) => {

@@ -243,7 +243,7 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
   return { success: true as const, delivery: toDeliveryDto(delivery) };
 }
 
-// ---------- operators: redeliver, recover, rotate (README, "Webhooks") ----------
+// ---------- operators: redeliver, recover, rotate (docs/webhooks.md, "Webhooks") ----------
 
 /** How far back `recover` reaches: the retention of deliveries. */
 export const RECOVERY_WINDOW_MS = DELIVERY_RETENTION_DAYS * DAY_MS;

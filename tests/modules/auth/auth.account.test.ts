@@ -8,8 +8,8 @@ import { sessionIdOf } from '../../support/security-fixtures.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 
-/** README, "Accounts and sessions": password change and reset, the list of sessions, their absolute lifetime. */
-describe('accounts and sessions (README, "Accounts and sessions")', function () {
+/** docs/accounts-and-sessions.md, "Accounts and sessions": password change and reset, the list of sessions, their absolute lifetime. */
+describe('accounts and sessions (docs/accounts-and-sessions.md, "Accounts and sessions")', function () {
   this.timeout(60_000);
   const DAY = 86_400_000;
   let s: TestServer;

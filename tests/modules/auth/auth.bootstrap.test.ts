@@ -16,7 +16,7 @@ const createCaller = createCallerFactory(appRouter);
  * Restarts on the same data: the same PGlite directory, or the same PostgreSQL database when DATABASE_URL is set.
  * No JWT_SECRET, so the secret is generated into DATA_DIR on the first start.
  */
-describe('start-up: OWNER_* bootstrap and the generated JWT secret (README, "Configuration")', function () {
+describe('start-up: OWNER_* bootstrap and the generated JWT secret (docs/configuration.md, "Configuration")', function () {
   this.timeout(120_000);
   let dir: string;
   before(() => {

@@ -14,7 +14,7 @@ const TOKEN_FIELDS = ['success', 'token', 'refresh_token', 'token_type', 'expire
 const TOKEN_VALUES = { success: true, token_type: 'Bearer', expires_in: 3600 };
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-describe('auth flows (README, "Calling the API")', () => {
+describe('auth flows (docs/getting-started.md, "Calling the API")', () => {
   let s: TestServer;
   before(async () => {
     s = await sharedServer();

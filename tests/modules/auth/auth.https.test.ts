@@ -39,7 +39,7 @@ const PRODUCTION = {
   MAIL_FROM: 'no-reply@example.com',
 };
 
-describe('HTTPS rule for /auth/* (README, "Calling the API")', function () {
+describe('HTTPS rule for /auth/* (docs/getting-started.md, "Calling the API")', function () {
   this.timeout(60_000);
   const ip = externalIPv4();
 

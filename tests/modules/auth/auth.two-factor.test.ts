@@ -8,7 +8,7 @@ import { startTestServer, type TestServer } from '../../support/server.js';
 import { expectError } from '../../transport/envelope.js';
 
 /**
- * Two-factor sign-in as a new user takes it (README, "Two-factor sign-in"): codes computed by an authenticator
+ * Two-factor sign-in as a new user takes it (docs/two-factor.md, "Two-factor sign-in"): codes computed by an authenticator
  * library from the `otpauth://` URL, on a server whose clock only the test moves (a code is good once per 30 s step).
  */
 describe('two-factor sign-in (TOTP)', () => {

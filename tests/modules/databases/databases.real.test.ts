@@ -16,7 +16,7 @@ import { enforceStorage } from '../../../server/modules/databases/databases.jobs
 import { dbName, eventsOf, storedDatabase, waitFor } from './databases-helpers.js';
 
 /**
- * Real databases (README, "Databases", Real servers) on the servers of this machine: PostgreSQL at 127.0.0.1:5432
+ * Real databases (docs/databases.md, "Databases", Real servers) on the servers of this machine: PostgreSQL at 127.0.0.1:5432
  * and MariaDB at 127.0.0.1:3306. Each suite skips, saying why, where its server does not answer (fails under
  * TEST_REQUIRE_SERVICES=1). Every database and role the tests create is dropped at the end.
  */

@@ -295,7 +295,7 @@ describe('organization deletion (HTTP)', function () {
     // Then every row goes.
     await waitRemoved(s.deps, owner.organizationId);
     expect(await rowsOf(s.deps, owner.organizationId)).to.deep.equal({});
-    // Its lists' counts too (README, "Lists"), the other organization's stay as they were.
+    // Its lists' counts too (docs/api-conventions.md, "Lists"), the other organization's stay as they were.
     const counts = await s.deps.db.orm.em
       .fork()
       .execute<{ n: string }[]>(`select count(*) as n from list_counts where scope_id = ?`, [

@@ -5,7 +5,7 @@ import { http, type HttpResult } from '../../support/http.js';
 import { sharedServer, type TestServer } from '../../support/server.js';
 
 /**
- * Password confirmations count with the login throttle (README, "Errors"): 10 wrong passwords for one email from one
+ * Password confirmations count with the login throttle (docs/api-conventions.md, "Errors"): 10 wrong passwords for one email from one
  * address, and the next attempt is 429 `TOO_MANY_LOGIN_ATTEMPTS` for 15 minutes, even with the right password, at
  * the confirming operation and at login alike. Nothing is changed meanwhile.
  */

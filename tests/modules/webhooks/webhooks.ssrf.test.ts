@@ -12,7 +12,7 @@ import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
-/** Every address class (README, "Webhooks") that must be refused, as URLs a customer could type. */
+/** Every address class (docs/webhooks.md, "Webhooks") that must be refused, as URLs a customer could type. */
 const REFUSED_URLS: Record<string, string[]> = {
   'plain http': ['http://hooks.example.com/in'],
   credentials: ['https://user:pass@hooks.example.com/in', 'https://token@hooks.example.com/'],

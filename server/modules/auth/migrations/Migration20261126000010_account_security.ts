@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-/** Sessions show when they were last used; password-reset tokens (README, "Accounts and sessions"). */
+/** Sessions show when they were last used; password-reset tokens (docs/accounts-and-sessions.md, "Accounts and sessions"). */
 export class Migration20261126000010_account_security extends Migration {
   override name = 'Migration20261126000010_account_security';
 

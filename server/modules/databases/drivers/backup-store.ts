@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 /**
- * Where the dumps of real databases are kept (README, "Databases", Backups; docs/deploying.md). An interface, so that
+ * Where the dumps of real databases are kept (docs/databases.md, "Databases", Backups; docs/deploying.md). An interface, so that
  * an object store can take the place of the directory: a dump is streamed in under the backup's id with its SHA-256,
  * and read back (checked against it) to restore.
  */

@@ -25,7 +25,7 @@ const IDLE: InstanceMetrics = { cpuUsage: 0, memoryUsage: 0, storageUsage: 0, ac
 const METRICS_TTL_MS = 5_000;
 
 /**
- * Real databases on the servers of `DATABASE_HOSTS` (README, "Databases", Real servers): PostgreSQL
+ * Real databases on the servers of `DATABASE_HOSTS` (docs/databases.md, "Databases", Real servers): PostgreSQL
  * (postgres.server.ts) and MariaDB/MySQL (mysql.server.ts); MongoDB has none. Every change is carried out by the
  * durable job that follows it (`readyInMs: 0`), so a server that is down is retried with backoff. Dumps go to the
  * backup store.

@@ -21,7 +21,7 @@ const ident = (name: string) => {
 };
 
 /**
- * A MariaDB (or MySQL) server of `DATABASE_HOSTS` (README, "Databases", Real servers). Each database is a database
+ * A MariaDB (or MySQL) server of `DATABASE_HOSTS` (docs/databases.md, "Databases", Real servers). Each database is a database
  * `cdb_<id>` and a user `'cdb_<id>'@'%'` with every privilege on that database only, and `MAX_USER_CONNECTIONS`
  * of its size. The client tools read the admin password from an options file of mode 0600, never from argv.
  */

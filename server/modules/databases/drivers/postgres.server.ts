@@ -14,7 +14,7 @@ import {
 const { Pool, escapeIdentifier: ident, escapeLiteral: literal } = pg;
 
 /**
- * A PostgreSQL server of `DATABASE_HOSTS` (README, "Databases", Real servers). Each database is a database and a
+ * A PostgreSQL server of `DATABASE_HOSTS` (docs/databases.md, "Databases", Real servers). Each database is a database and a
  * login role of the same name (`cdb_<id>`), owning only that database: NOSUPERUSER NOCREATEDB NOCREATEROLE
  * NOREPLICATION, `CONNECT` revoked from PUBLIC, the connection limit of its size. Every role is also a member of
  * `cloud_databases` (no privileges), which `pg_hba.conf` can name to require passwords (docs/deploying.md).

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Real database servers (README, "Databases", Real servers): where a database lives (`server`, `port`; null for a
+ * Real database servers (docs/databases.md, "Databases", Real servers): where a database lives (`server`, `port`; null for a
  * simulated one), whether its clients must use TLS, whether it is read-only (over its storage), why it `failed`;
  * why a backup failed.
  */

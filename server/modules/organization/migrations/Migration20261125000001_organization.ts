@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-/** The deletion mark of an organization (README, "The organization"). */
+/** The deletion mark of an organization (docs/organization.md, "The organization"). */
 export class Migration20261125000001_organization extends Migration {
   override name = 'Migration20261125000001_organization';
 

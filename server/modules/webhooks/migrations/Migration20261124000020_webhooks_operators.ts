@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Webhooks for operators (README, "Webhooks"): redelivery and recovery, secret rotation with an overlap,
+ * Webhooks for operators (docs/webhooks.md, "Webhooks"): redelivery and recovery, secret rotation with an overlap,
  * auto-disable after a run of failures, and a fair order of the attempt queue.
  */
 export class Migration20261124000020_webhooks_operators extends Migration {
