@@ -41,6 +41,7 @@ export const ZMeOutput = z.object({ success: z.literal(true), user: ZUserSummary
 const ZTotpCode = z
   .string()
   .trim()
+  .max(6, 'Must be the 6-digit code of the authenticator app')
   .regex(/^\d{6}$/, 'Must be the 6-digit code of the authenticator app')
   .describe('The 6-digit code the authenticator app shows now');
 const ZRecoveryCode = z

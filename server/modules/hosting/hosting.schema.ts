@@ -210,6 +210,7 @@ export const ZDeployInput = z.strictObject({
     .describe('What this deployment is about, up to 500 characters'),
   commit: z
     .string()
+    .max(40, 'must be a Git commit SHA: 7 to 40 hexadecimal characters')
     .regex(/^[0-9a-fA-F]{7,40}$/, 'must be a Git commit SHA: 7 to 40 hexadecimal characters')
     .transform((c) => c.toLowerCase())
     .optional()

@@ -86,6 +86,7 @@ export const ZCreateServerInput = z.strictObject({
   country_code: z
     .string()
     .trim()
+    .max(2, 'must be a two-letter country code')
     .regex(/^[A-Za-z]{2}$/, 'must be a two-letter country code')
     .transform((s) => s.toUpperCase())
     .describe('ISO 3166-1 alpha-2'),
@@ -93,6 +94,7 @@ export const ZCreateServerInput = z.strictObject({
     .string()
     .trim()
     .toLowerCase()
+    .max(253, 'must be a host name or IPv4 address')
     .refine((h) => ipv4.test(h) || hostname.test(h), 'must be a host name or IPv4 address')
     .describe(
       'Public host name or IPv4 address clients reach the server at (the `endpoint` of its connections)',
