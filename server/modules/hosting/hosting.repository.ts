@@ -382,28 +382,9 @@ export class MikroOrmHostingRepository implements HostingRepository {
 
   createSite(tx: Em, s: NewSite): HostingSite {
     return tx.create(HostingSite, {
-      id: s.id,
-      createdAt: s.now,
-      updatedAt: s.now,
+      ...newSiteFields(s),
       organization: s.organizationId,
       user: tx.getReference(User, s.userId),
-      name: s.name,
-      slug: s.slug,
-      domain: s.domain,
-      gitRepo: s.gitRepo,
-      branch: s.branch,
-      framework: s.framework,
-      buildCommand: s.buildCommand,
-      outputDirectory: s.outputDirectory,
-      nodeVersion: s.nodeVersion,
-      environmentVariables: s.environmentVariables,
-      status: 'active',
-      sslEnabled: true,
-      liveDeploymentId: null,
-      liveDeploymentAt: null,
-      previewDeploymentId: null,
-      liveSince: null,
-      buildTicket: 0,
     });
   }
 
@@ -668,4 +649,30 @@ export async function usageRows(
     [organizationId],
   );
   return { sites, records, running };
+}
+
+/** The fields of a new site but its organization and user (references differ by repository). */
+export function newSiteFields(s: NewSite) {
+  return {
+    id: s.id,
+    createdAt: s.now,
+    updatedAt: s.now,
+    name: s.name,
+    slug: s.slug,
+    domain: s.domain,
+    gitRepo: s.gitRepo,
+    branch: s.branch,
+    framework: s.framework,
+    buildCommand: s.buildCommand,
+    outputDirectory: s.outputDirectory,
+    nodeVersion: s.nodeVersion,
+    environmentVariables: s.environmentVariables,
+    status: 'active' as const,
+    sslEnabled: true,
+    liveDeploymentId: null,
+    liveDeploymentAt: null,
+    previewDeploymentId: null,
+    liveSince: null,
+    buildTicket: 0,
+  };
 }

@@ -20,6 +20,7 @@ import type {
   SiteListFilter,
   UsageRecord,
 } from '../../../server/modules/hosting/hosting.repository.js';
+import { newSiteFields } from '../../../server/modules/hosting/hosting.repository.js';
 import type { TLogLine } from '../../../server/modules/hosting/hosting.schema.js';
 
 /**
@@ -143,28 +144,9 @@ export class InMemoryHostingRepository implements HostingRepository {
 
   createSite(_tx: Em, s: NewSite): HostingSite {
     const site = {
-      id: s.id,
-      createdAt: s.now,
-      updatedAt: s.now,
+      ...newSiteFields(s),
       organization: { id: s.organizationId },
       user: { id: s.userId },
-      name: s.name,
-      slug: s.slug,
-      domain: s.domain,
-      gitRepo: s.gitRepo,
-      branch: s.branch,
-      framework: s.framework,
-      buildCommand: s.buildCommand,
-      outputDirectory: s.outputDirectory,
-      nodeVersion: s.nodeVersion,
-      environmentVariables: s.environmentVariables,
-      status: 'active',
-      sslEnabled: true,
-      liveDeploymentId: null,
-      liveDeploymentAt: null,
-      previewDeploymentId: null,
-      liveSince: null,
-      buildTicket: 0,
     } as unknown as HostingSite;
     this.sites.push(site);
     return site;
