@@ -418,30 +418,7 @@ export class MikroOrmHostingRepository implements HostingRepository {
   }
 
   createDeployment(tx: Em, d: NewDeployment): HostingDeployment {
-    const { site } = d;
-    return tx.create(HostingDeployment, {
-      id: d.id,
-      createdAt: d.now,
-      updatedAt: d.now,
-      site,
-      status: 'queued',
-      branch: d.branch,
-      commit: d.commit,
-      commitPinned: d.commitPinned,
-      builder: d.builder,
-      message: d.message,
-      statusMessage: null,
-      // The build settings of the site now: a later change applies to the next deployment.
-      gitRepo: site.gitRepo,
-      framework: site.framework,
-      buildCommand: site.buildCommand,
-      outputDirectory: site.outputDirectory,
-      nodeVersion: site.nodeVersion,
-      buildStep: 0,
-      logSeq: 0,
-      startedAt: null,
-      completedAt: null,
-    });
+    return tx.create(HostingDeployment, newDeploymentFields(d));
   }
 
   listDeployments(
@@ -674,5 +651,33 @@ export function newSiteFields(s: NewSite) {
     previewDeploymentId: null,
     liveSince: null,
     buildTicket: 0,
+  };
+}
+
+/** The fields of a new deployment (queued, with the site's build settings of now). */
+export function newDeploymentFields(d: NewDeployment) {
+  const { site } = d;
+  return {
+    id: d.id,
+    createdAt: d.now,
+    updatedAt: d.now,
+    site,
+    status: 'queued' as const,
+    branch: d.branch,
+    commit: d.commit,
+    commitPinned: d.commitPinned,
+    builder: d.builder,
+    message: d.message,
+    statusMessage: null,
+    // The build settings of the site now: a later change applies to the next deployment.
+    gitRepo: site.gitRepo,
+    framework: site.framework,
+    buildCommand: site.buildCommand,
+    outputDirectory: site.outputDirectory,
+    nodeVersion: site.nodeVersion,
+    buildStep: 0,
+    logSeq: 0,
+    startedAt: null,
+    completedAt: null,
   };
 }

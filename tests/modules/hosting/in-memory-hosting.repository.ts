@@ -20,7 +20,7 @@ import type {
   SiteListFilter,
   UsageRecord,
 } from '../../../server/modules/hosting/hosting.repository.js';
-import { newSiteFields } from '../../../server/modules/hosting/hosting.repository.js';
+import { newDeploymentFields, newSiteFields } from '../../../server/modules/hosting/hosting.repository.js';
 import type { TLogLine } from '../../../server/modules/hosting/hosting.schema.js';
 
 /**
@@ -184,29 +184,7 @@ export class InMemoryHostingRepository implements HostingRepository {
   }
 
   createDeployment(_tx: Em, n: NewDeployment): HostingDeployment {
-    const { site } = n;
-    const d = {
-      id: n.id,
-      createdAt: n.now,
-      updatedAt: n.now,
-      site,
-      status: 'queued',
-      branch: n.branch,
-      commit: n.commit,
-      commitPinned: n.commitPinned,
-      builder: n.builder,
-      message: n.message,
-      statusMessage: null,
-      gitRepo: site.gitRepo,
-      framework: site.framework,
-      buildCommand: site.buildCommand,
-      outputDirectory: site.outputDirectory,
-      nodeVersion: site.nodeVersion,
-      buildStep: 0,
-      logSeq: 0,
-      startedAt: null,
-      completedAt: null,
-    } as unknown as HostingDeployment;
+    const d = newDeploymentFields(n) as unknown as HostingDeployment;
     this.deployments.push(d);
     return d;
   }
