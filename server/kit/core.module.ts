@@ -4,6 +4,7 @@ import { LoginSession, LoginThrottle, RefreshToken } from '../access/session.ent
 import { User } from '../access/user.entity.js';
 import { USER_EVENTS } from '../access/user.events.js';
 import { BaseSchema } from '../db/base.entity.js';
+import { compactListCounts } from '../db/list-counts.js';
 import { Migration20261121000001_foundation } from '../db/migrations/Migration20261121000001_foundation.js';
 import { Migration20261121000005_api_usage } from '../db/migrations/Migration20261121000005_api_usage.js';
 import { Migration20261121000006_plan_status } from '../db/migrations/Migration20261121000006_plan_status.js';
@@ -12,6 +13,7 @@ import { Migration20261124000021_idempotency } from '../db/migrations/Migration2
 import { Migration20261124000030_list_counts } from '../db/migrations/Migration20261124000030_list_counts.js';
 import { Migration20261126000110_idempotency_caller } from '../db/migrations/Migration20261126000110_idempotency_caller.js';
 import { Migration20261127000010_event_sequence } from '../db/migrations/Migration20261127000010_event_sequence.js';
+import { Migration20261127000020_list_count_shards } from '../db/migrations/Migration20261127000020_list_count_shards.js';
 import { AuditLog } from '../events/audit-log.entity.js';
 import { IdempotencyRecord, purgeIdempotencyRecords } from '../access/idempotency-record.entity.js';
 import { Event } from '../events/event.entity.js';
@@ -41,6 +43,16 @@ export const purgeIdempotencyRecordsJob = defineJob(
     if (n > 0) deps.log.info({ purged: n }, 'purged expired idempotency records');
   },
   { cron: '17 * * * *' },
+);
+
+/** The list counts' shards are folded every ten minutes (docs/api-conventions.md, "Lists"). */
+export const compactListCountsJob = defineJob(
+  'core.compact-list-counts',
+  async (deps) => {
+    const n = await compactListCounts(deps.db.orm.em.fork());
+    if (n > 0) deps.log.debug({ keys: n }, 'folded list count shards');
+  },
+  { cron: '*/10 * * * *' },
 );
 
 const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
@@ -84,8 +96,9 @@ export const coreModule = defineModule({
       class: Migration20261126000110_idempotency_caller,
     },
     { name: 'Migration20261127000010_event_sequence', class: Migration20261127000010_event_sequence },
+    { name: 'Migration20261127000020_list_count_shards', class: Migration20261127000020_list_count_shards },
   ],
-  jobs: [pruneDispatchedEventsJob, purgeIdempotencyRecordsJob],
+  jobs: [pruneDispatchedEventsJob, purgeIdempotencyRecordsJob, compactListCountsJob],
   workers: [
     {
       name: OUTBOX_RELAY,
@@ -120,9 +133,9 @@ export const coreModule = defineModule({
         where: `"user_id" in (select "id" from "users" where "organization_id" = ?)`,
       },
       { table: 'users' },
-      // The organization's lists' counts, after every row they count (deleting those rows updates them; the
-      // counts of a site's or a database's lists reach 0 with their rows and go then). Shards of the audit log's
-      // counts written by other connections than the deleting one are left at ±n summing to 0: this removes them.
+      // The organization's lists' counts, after every row they count (deleting those rows updates them). Shards
+      // written by other connections than the deleting one are left at ±n summing to 0: this removes them (those of
+      // a site's or a database's lists go with the compaction job, docs/api-conventions.md "Lists").
       { table: 'list_counts', where: '"scope_id" = ?' },
       { table: 'organizations', where: `"id" = ?` },
     ],

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import pg from 'pg';
+import { compactListCounts } from '../../server/db/list-counts.js';
 import { CONNECTION_STATUSES, VPN_PROTOCOLS } from '../../server/modules/vpn/vpn.constants.js';
 import { createOrg, createUser, type TestUser } from '../support/factories.js';
 import { http } from '../support/http.js';
@@ -92,13 +94,18 @@ describe(`list totals from maintained counts, and starting_after on page lists (
       ),
     );
     for (const c of created) expect(c.status, JSON.stringify(c.body)).to.equal(201);
-    await Promise.all(
-      created
+    // The compaction job folding shards meanwhile changes no total.
+    const compactions = Array.from({ length: 4 }, () => compactListCounts(s.deps.db.orm.em.fork()));
+    await Promise.all([
+      ...created
         .slice(0, 5)
         .map((c) =>
           http(s.baseUrl, 'DELETE', `/v1/vpn/connections/${c.body.connection.id}`, { token: owner.token }),
         ),
-    );
+      ...compactions,
+    ]);
+    await assertExactTotals();
+    await compactListCounts(s.deps.db.orm.em.fork());
     await assertExactTotals();
   });
 
@@ -254,6 +261,51 @@ describe(`list totals from maintained counts, and starting_after on page lists (
     );
   });
 
+  it('lets two transactions of one organization write rows of the same counts without waiting on each other (PostgreSQL)', async function () {
+    // PGlite has one connection: nothing runs concurrently there.
+    if (!usingPostgres) this.skip();
+    const clients: pg.Client[] = [];
+    try {
+      // Two backends whose pids fall in different shards (migration 20261127000020: pid modulo 16).
+      const byShard = new Map<number, pg.Client>();
+      while (byShard.size < 2 && clients.length < 40) {
+        const c = new pg.Client({ connectionString: process.env.DATABASE_URL });
+        await c.connect();
+        clients.push(c);
+        const { rows } = await c.query<{ pid: number }>('select pg_backend_pid() as pid');
+        byShard.set(rows[0]!.pid % 16, c);
+      }
+      const [a, b] = [...byShard.values()];
+      const insert = (c: pg.Client, i: number) =>
+        c.query(
+          `insert into vpn_connections (id, created_at, updated_at, organization_id, user_id, server_id, name, location, protocol, status)
+           values ($1, now(), now(), $2, $3, $4, 'same-key', 'eu-central', 'wireguard', 'active')`,
+          [`vpn_shard${i}_${Date.now()}`, owner.organizationId, owner.id, serverId],
+        );
+      for (const c of [a!, b!]) await c.query(`begin; set local lock_timeout = '2s'`);
+      await insert(a!, 1);
+      // Migration 30 kept one row per key: this insert waited for the first transaction's commit (here: lock_timeout).
+      await insert(b!, 2);
+      await b!.query('commit');
+      await a!.query('commit');
+      // Two shards of one key; folding them keeps every total, and leaves one row per key.
+      await assertExactTotals();
+      const shards = () =>
+        sql<{ keys: number; rows: number }>(
+          `select count(distinct (owner_id, d1, d2, d3))::int as keys, count(*)::int as rows from list_counts
+            where list = 'vpn_connections' and scope_id = ?`,
+          [owner.organizationId],
+        );
+      expect((await shards())[0]!.rows).to.be.greaterThan((await shards())[0]!.keys);
+      expect(await compactListCounts(s.deps.db.orm.em.fork())).to.be.greaterThan(0);
+      const [after] = await shards();
+      expect(after!.rows).to.equal(after!.keys);
+      await assertExactTotals();
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
+  });
+
   it('removes the count rows that reach 0', async () => {
     const org = await createOrg(s.deps, { plan: 'enterprise' });
     const made = await Promise.all(
@@ -271,6 +323,9 @@ describe(`list totals from maintained counts, and starting_after on page lists (
       });
       expect(res.status).to.equal(200);
     }
+    // Rows emptied by the connection that wrote them go at once; shards left at +n and −n by different connections
+    // (PostgreSQL's pool) go when the compaction job folds them.
+    await compactListCounts(s.deps.db.orm.em.fork());
     expect(Number((await rows())[0]!.n)).to.equal(0);
     expect((await list(org.token, 'limit=5')).body).to.include({ total: 0, has_more: false });
   });

@@ -11,7 +11,7 @@ import { Migration } from '@mikro-orm/migrations';
  * count rows' locks in opposite orders; a key whose count reaches 0 is removed (by the statement holding its lock).
  */
 
-interface CountedList {
+export interface CountedList {
   /** The list's name in `list_counts.list` (its table's name). */
   list: string;
   table: string;
@@ -32,7 +32,8 @@ interface CountedList {
   shown?: string;
 }
 
-const LISTS: CountedList[] = [
+/** The counted lists (migration 20261127000020 shards all their counts). */
+export const LISTS: CountedList[] = [
   {
     list: 'vpn_connections',
     table: 'vpn_connections',

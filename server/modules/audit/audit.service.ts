@@ -11,7 +11,6 @@ import type { TListAuditLogsInput, TListAuditLogsOutput } from './audit.schema.j
 const AUDIT_COUNTS: ListCountSpec = {
   list: 'audit_logs',
   scope: 'organization',
-  sharded: true,
   dims: [{ key: 'action', values: [] }],
 };
 

@@ -149,7 +149,6 @@ export async function deleteWebhook(ctx: ActorContext, id: string) {
 const DELIVERY_COUNTS: ListCountSpec = {
   list: 'webhook_deliveries',
   scope: 'webhook',
-  sharded: true,
   dims: [
     { key: 'status', values: [] },
     { key: 'event_type', values: [] },
