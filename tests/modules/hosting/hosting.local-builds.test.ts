@@ -205,7 +205,21 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     const etag = page.headers.etag!;
     expect(etag).to.match(/^"[0-9a-f]{32}"$/);
     expect(page.headers['cache-control']).to.equal('public, max-age=0, must-revalidate');
-    expect((await edgeGet(port, host, '/', { headers: { 'if-none-match': etag } })).status).to.equal(304);
+    const revalidated = await edgeGet(port, host, '/', { headers: { 'if-none-match': etag } });
+    expect(revalidated.status).to.equal(304);
+    expect(revalidated.body.length).to.equal(0);
+    expect(revalidated.headers).to.include({ etag, 'cache-control': 'public, max-age=0, must-revalidate' });
+    expect(revalidated.headers).to.not.have.any.keys('content-type', 'content-encoding', 'content-length');
+    for (const [headers, status] of [
+      [{ 'if-none-match': `"0123", ${etag}` }, 304],
+      [{ 'if-none-match': '*' }, 304],
+      [{ 'if-none-match': '"0123456789abcdef0123456789abcdef"' }, 200],
+      [{ 'if-none-match': etag, 'cache-control': 'no-cache' }, 200],
+      [{ 'if-none-match': etag, 'accept-encoding': 'gzip' }, 200],
+      [{ 'if-none-match': `"${etag.slice(1, -1)}-gzip"`, 'accept-encoding': 'gzip' }, 304],
+    ] as const) {
+      expect((await edgeGet(port, host, '/', { headers })).status, JSON.stringify(headers)).to.equal(status);
+    }
     const head = await edgeGet(port, host, '/index.html', { method: 'HEAD' });
     expect(head.status).to.equal(200);
     expect(head.body.length).to.equal(0);
