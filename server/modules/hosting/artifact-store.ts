@@ -36,6 +36,8 @@ export interface ArtifactStore {
   contentPath(hash: string, encoding?: 'br' | 'gzip'): string;
   /** Removes the artifact of a deployment (its manifest); contents other deployments share stay. */
   remove(deploymentId: string): Promise<void>;
+  /** The deployments that have an artifact here. */
+  deploymentIds(): Promise<string[]>;
   /**
    * Removes the contents no manifest refers to any more (after {@link remove}); returns how many went. A content
    * written or reused within the grace period stays, for a build storing its artifact meanwhile.
@@ -92,6 +94,14 @@ export class DirectoryArtifactStore implements ArtifactStore {
   async remove(deploymentId: string): Promise<void> {
     // Contents stay: other deployments may share them.
     await rm(this.manifestPath(deploymentId), { force: true });
+  }
+
+  async deploymentIds(): Promise<string[]> {
+    const names = await readdir(this.manifests).catch(() => [] as string[]);
+    return names
+      .filter((n) => n.endsWith('.json'))
+      .map((n) => n.slice(0, -'.json'.length))
+      .filter((id) => MANIFEST_ID.test(id));
   }
 
   async collectGarbage(): Promise<number> {

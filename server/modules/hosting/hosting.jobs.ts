@@ -46,6 +46,40 @@ export const hostingBuildJob = defineJob<BuildJobData>(
   { retryLimit: RETRY_LIMIT, retryDelaySeconds: 1, batchSize: 10, expireInSeconds: 300 },
 );
 
+/**
+ * Artifacts whose deployment is gone (docs/hosting.md, "Artifacts"): a deleted site removes its own at once, but an
+ * organization's deletion removes its rows only, and a process may stop between a site's deletion and its
+ * artifacts'. Every fifteen minutes, the manifests of deployments that no longer exist leave the store, then the
+ * contents no remaining artifact uses.
+ */
+export const hostingCollectArtifactsJob = defineJob(
+  'hosting.collect-artifacts',
+  async (deps) => {
+    const { removed, contents } = await collectOrphanArtifacts(deps);
+    if (removed > 0)
+      deps.log.info({ artifacts: removed, contents }, 'removed the artifacts of deleted deployments');
+  },
+  { cron: '*/15 * * * *' },
+);
+
+/** Removes the artifacts of deployments that no longer exist, then unused contents; how many of each went. */
+export async function collectOrphanArtifacts(deps: AppDeps): Promise<{ removed: number; contents: number }> {
+  const { artifacts, repository } = deps.modules.hosting;
+  const ids = await artifacts.deploymentIds();
+  const em = deps.db.orm.em.fork();
+  let removed = 0;
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    const existing = await repository.existingDeployments(em, chunk);
+    for (const id of chunk) {
+      if (existing.has(id)) continue;
+      await artifacts.remove(id);
+      removed += 1;
+    }
+  }
+  return { removed, contents: removed > 0 ? await artifacts.collectGarbage() : 0 };
+}
+
 /** The time between two steps of a building deployment. */
 export function stepDelayMs(paceMs: number, driver: HostingDriver): number {
   return Math.round(paceMs / Math.max(1, (driver.kind === 'steps' ? driver.steps : 2) - 1));

@@ -8,7 +8,7 @@ import { HostingBuildLog } from './hosting-build-log.entity.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import type { HostingDriver } from './hosting.driver.js';
 import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.events.js';
-import { hostingBuildJob, resumeBuilds } from './hosting.jobs.js';
+import { hostingBuildJob, hostingCollectArtifactsJob, resumeBuilds } from './hosting.jobs.js';
 import { Edge, type EdgeRouteCache } from './edge.js';
 import { flushEdgeTraffic, newEdgeTrafficCounters, type EdgeTrafficCounters } from './edge-traffic.js';
 import { stopProcessBuilds, type RunningBuilds } from './process-builds.js';
@@ -102,7 +102,7 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
     { name: 'Migration20261121000060_hosting', class: Migration20261121000060_hosting },
     { name: 'Migration20261126000061_hosting_builds', class: Migration20261126000061_hosting_builds },
   ],
-  jobs: [hostingBuildJob],
+  jobs: [hostingBuildJob, hostingCollectArtifactsJob],
   workers: [
     {
       name: HOSTING_BUILDS_WORKER,

@@ -158,6 +158,8 @@ export interface HostingRepository {
   countDeployments(em: Em, siteId: string, statuses: readonly DeploymentStatus[]): Promise<number>;
   /** Ids of every deployment of the site (their artifacts go when the site does). */
   deploymentIds(em: Em, siteId: string): Promise<string[]>;
+  /** Which of `ids` are deployments that still exist (any site, any organization). */
+  existingDeployments(em: Em, ids: readonly string[]): Promise<Set<string>>;
   createDeployment(tx: Em, d: NewDeployment): HostingDeployment;
   listDeployments(
     em: Em,
@@ -415,6 +417,15 @@ export class MikroOrmHostingRepository implements HostingRepository {
       [siteId],
     );
     return rows.map((r) => r.id);
+  }
+
+  async existingDeployments(em: Em, ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await em.execute<{ id: string }[]>(
+      `select "id" from "${T.deployments}" where "id" in (${ids.map(() => '?').join(', ')})`,
+      [...ids],
+    );
+    return new Set(rows.map((r) => r.id));
   }
 
   createDeployment(tx: Em, d: NewDeployment): HostingDeployment {

@@ -14,6 +14,8 @@ import { gunzipSync } from 'node:zlib';
 import { bubblewrapAvailable } from '../../../server/modules/hosting/build-process.js';
 import type { LocalHostingDriver } from '../../../server/modules/hosting/local-hosting.driver.js';
 import { edgePort } from '../../../server/modules/hosting/hosting.module.js';
+import { collectOrphanArtifacts } from '../../../server/modules/hosting/hosting.jobs.js';
+import { waitRemoved } from '../organization/organization-helpers.js';
 import { flushEdgeTraffic } from '../../../server/modules/hosting/edge-traffic.js';
 import { createOrg } from '../../support/factories.js';
 import {
@@ -295,6 +297,39 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     for (const id of [first.id, pinned.id, feature.id]) {
       expect(existsSync(join(artifactsDir, 'manifests', `${id}.json`)), id).to.equal(false);
     }
+  });
+
+  it('removes the artifacts of a deleted organization’s sites (the collection job), and no one else’s', async () => {
+    const kept = await createOrg(s.deps);
+    const keptSite = await newSite(s.baseUrl, kept.token, { git_repo: repoUrl });
+    const keptDeployment = await newDeployment(s.baseUrl, kept.token, keptSite.id);
+    const owner = await createOrg(s.deps, { name: 'Leaving Inc' });
+    const site = await newSite(s.baseUrl, owner.token, { git_repo: repoUrl });
+    const d = await newDeployment(s.baseUrl, owner.token, site.id);
+    for (const [token, siteId, id] of [
+      [kept.token, keptSite.id, keptDeployment.id],
+      [owner.token, site.id, d.id],
+    ] as const) {
+      expect((await waitForDeployment(s.baseUrl, token, siteId, id, undefined, 90_000)).status).to.equal(
+        'success',
+      );
+    }
+    const manifest = (id: string) => join(artifactsDir, 'manifests', `${id}.json`);
+    expect(existsSync(manifest(d.id))).to.equal(true);
+
+    const del = await http(s.baseUrl, 'DELETE', '/v1/organization', {
+      token: owner.token,
+      body: { confirm: 'Leaving Inc', password: owner.password },
+    });
+    expect(del.status, del.text).to.equal(202);
+    await waitRemoved(s.deps, owner.organizationId);
+    // The organization's rows went; its artifact goes with the next collection (every 15 minutes).
+    expect(existsSync(manifest(d.id))).to.equal(true);
+    expect(await collectOrphanArtifacts(s.deps)).to.deep.include({ removed: 1 });
+    expect(existsSync(manifest(d.id))).to.equal(false);
+    expect(existsSync(manifest(keptDeployment.id))).to.equal(true);
+    expect((await edgeGet(port, new URL(keptSite.url).host)).status).to.equal(200);
+    expect(await collectOrphanArtifacts(s.deps)).to.deep.equal({ removed: 0, contents: 0 });
   });
 
   it('fails a build with the reason: exit status, missing output directory, no index.html, unknown commit', async () => {

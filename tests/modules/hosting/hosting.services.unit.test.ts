@@ -59,6 +59,7 @@ function harness(opts: { builder?: 'simulated' | 'local'; driver?: HostingRuntim
     manifest: () => Promise.resolve(null),
     contentPath: () => '',
     remove: async (id) => void h.removed.push(id),
+    deploymentIds: async () => [],
     collectGarbage: async () => {
       h.collected += 1;
       return 0;

@@ -183,6 +183,10 @@ export class InMemoryHostingRepository implements HostingRepository {
     return this.deployments.filter((d) => d.site.id === siteId).map((d) => d.id);
   }
 
+  async existingDeployments(_em: Em, ids: readonly string[]): Promise<Set<string>> {
+    return new Set(this.deployments.filter((d) => ids.includes(d.id)).map((d) => d.id));
+  }
+
   createDeployment(_tx: Em, n: NewDeployment): HostingDeployment {
     const d = newDeploymentFields(n) as unknown as HostingDeployment;
     this.deployments.push(d);
