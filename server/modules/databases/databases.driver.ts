@@ -1,6 +1,14 @@
 import type { DatabaseEngine, DatabaseRegion, DatabaseSize } from './databases.constants.js';
 
 /**
+ * A failure that trying again cannot mend (a backup that does not match its checksum): the job that met it fails
+ * the operation at once with its message instead of retrying.
+ */
+export class PermanentDriverError extends Error {
+  override name = 'PermanentDriverError';
+}
+
+/**
  * The database hosts this API manages, as an interface (docs/databases.md, "Databases"). Without `DATABASE_HOSTS` the built-in
  * driver simulates them (simulated-databases.driver.ts), the way Stripe has a test mode; with it, the hosted driver
  * (drivers/hosted-databases.driver.ts) creates real databases on those servers. The service records every change in

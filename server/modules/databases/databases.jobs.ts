@@ -5,6 +5,7 @@ import { newId } from '../../lib/ids.js';
 import { DAY_MS, FINAL_BACKUP_KEPT_DAYS, SIZE_SPECS, type BackupType } from './databases.constants.js';
 import { instanceOf, metricsOf, toBackupDto, toDatabaseDetailDto } from './databases.dto.js';
 import { databaseBackupCompleted, databaseUpdated } from './databases.events.js';
+import { PermanentDriverError } from './databases.driver.js';
 import type { DatabasesTx } from './databases.repository.js';
 import type { DatabaseBackup } from './database-backup.entity.js';
 import type { ManagedDatabase } from './database.entity.js';
@@ -278,7 +279,8 @@ export async function finishTransition(deps: AppDeps, data: TransitionJobData, j
       }
     } catch (err) {
       deps.log.warn({ database_id: current.id, err: reasonOf(err) }, 'database change failed');
-      if (retriesLeft(job)) throw new Error(reasonOf(err), { cause: err });
+      if (retriesLeft(job) && !(err instanceof PermanentDriverError))
+        throw new Error(reasonOf(err), { cause: err });
       failure = reasonOf(err);
     }
   }

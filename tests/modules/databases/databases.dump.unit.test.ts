@@ -50,7 +50,8 @@ describe('Databases: dumps into the backup store (unit)', () => {
         checkOutput: whole,
       },
     );
-    const file = await store.open('backup_late');
+    const { file, verified } = await store.open('backup_late');
+    await verified;
     expect(readFileSync(file, 'utf8')).to.equal('CREATE TABLE items;\n-- Dump completed\n');
     expect(size).to.equal(38);
   });

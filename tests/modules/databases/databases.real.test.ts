@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -286,6 +286,31 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
     expect(owners.rows[0].tableowner).to.equal(copy.connection_info.user);
     await r.query("insert into notes (body) values ('writable')");
     await r.end();
+  });
+
+  it('refuses to restore a backup that does not match its checksum: failed at once with the reason, nothing left', async () => {
+    const d = await create();
+    await running(d.id);
+    const c = await pgConnect(d.connection_string);
+    await c.query("create table notes as select 'note ' || g as body from generate_series(1, 2000) g");
+    await c.end();
+    const b = await backup(d.id);
+    // One byte changed in the middle of the dump: same size, another content.
+    const file = join(backupDir, `${b.id}.dump`);
+    const bytes = readFileSync(file);
+    const middle = bytes.length >> 1;
+    bytes[middle] = bytes[middle]! ^ 0xff;
+    writeFileSync(file, bytes);
+
+    const copy = await create({ backup_id: b.id });
+    const failed = await waitFor(async () => {
+      const res = await http(server.baseUrl, 'GET', `/v1/databases/${copy.id}`, { token: owner.token });
+      return res.body.database?.status === 'failed' ? res.body.database : undefined;
+    }, 20_000);
+    expect(failed.status_reason).to.match(/does not match its checksum/);
+    const name = copy.connection_info.database;
+    expect(await pgAdmin('select 1 from pg_database where datname = $1', [name])).to.have.length(0);
+    expect(await pgAdmin('select 1 from pg_roles where rolname = $1', [name])).to.have.length(0);
   });
 
   it('turns a database over its storage read-only (database.updated), writable again once back under', async () => {

@@ -4,6 +4,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { PermanentDriverError } from '../databases.driver.js';
 
 /**
  * Where the dumps of real databases are kept (docs/databases.md, "Databases", Backups; docs/deploying.md). An interface, so that
@@ -13,8 +14,11 @@ import { pipeline } from 'node:stream/promises';
 export interface BackupStore {
   /** Stores `dump` as backup `id` (replacing a partial one); its size in bytes and SHA-256 (hex). Refuses an empty one. */
   put(id: string, dump: Readable, succeeded?: Promise<void>): Promise<{ sizeBytes: number; sha256: string }>;
-  /** A local file holding backup `id`, checked against its checksum (throws when missing, empty or corrupt). */
-  open(id: string): Promise<string>;
+  /**
+   * A local file holding backup `id` (throws when missing or empty), and its check against the stored checksum,
+   * already under way: `verified` rejects when the content does not match it.
+   */
+  open(id: string): Promise<{ file: string; verified: Promise<void> }>;
   has(id: string): Promise<boolean>;
   delete(id: string): Promise<void>;
 }
@@ -67,14 +71,18 @@ export class DirectoryBackupStore implements BackupStore {
     return { sizeBytes, sha256 };
   }
 
-  async open(id: string): Promise<string> {
+  async open(id: string): Promise<{ file: string; verified: Promise<void> }> {
     const file = this.path(id, 'dump');
     if ((await stat(file)).size === 0) throw new Error(`backup ${id} is empty`);
     const expected = (await readFile(this.path(id, 'sha256'), 'utf8')).split(/\s/)[0];
-    const hash = createHash('sha256');
-    await pipeline(createReadStream(file), hash);
-    if (hash.digest('hex') !== expected) throw new Error(`backup ${id} does not match its checksum`);
-    return file;
+    const verified = (async () => {
+      const hash = createHash('sha256');
+      await pipeline(createReadStream(file), hash);
+      if (hash.digest('hex') !== expected)
+        throw new PermanentDriverError(`backup ${id} does not match its checksum`);
+    })();
+    verified.catch(() => {}); // awaited by the restore; never an unhandled rejection meanwhile
+    return { file, verified };
   }
 
   async has(id: string): Promise<boolean> {

@@ -2,7 +2,7 @@ import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
-import type { DatabaseInstance, InstanceMetrics } from '../databases.driver.js';
+import { PermanentDriverError, type DatabaseInstance, type InstanceMetrics } from '../databases.driver.js';
 import type { BackupStore } from './backup-store.js';
 
 /** What the hosted driver asks of one real server (PostgreSQL: postgres.server.ts; MariaDB/MySQL: mysql.server.ts). */
@@ -27,9 +27,22 @@ export type { InstanceMetrics };
 export interface CreateSpec {
   /** The login's password as the server stores it (scramVerifier, mysqlNativeHash). */
   verifier: string;
-  /** A dump (of this engine) to restore into the new database. */
-  restoreFile: string | null;
+  /**
+   * A dump (of this engine) to restore into the new database, and its checksum being checked meanwhile: the
+   * database opens to logins only once `verified` resolves (else it is destroyed like any failed creation).
+   */
+  restore: { file: string; verified: Promise<void> } | null;
   maxConnections: number;
+}
+
+/** The checksum failure of a restore's dump, once its check is over; null when it matched or there is none. */
+export async function restoreMismatch(restore: CreateSpec['restore']): Promise<unknown> {
+  return restore
+    ? restore.verified.then(
+        () => null,
+        (err: unknown) => err,
+      )
+    : null;
 }
 
 /** `cdb_<the id's random part>`: the name of a real database and of its login, derived from the id (idempotent). */
@@ -188,6 +201,6 @@ export async function dumpInto(
 export function safeError(err: unknown, secrets: readonly (string | undefined)[]): Error {
   const message = err instanceof Error ? err.message : String(err);
   const code = (err as { code?: unknown })?.code;
-  const text = scrub(message, secrets).slice(0, 400);
-  return new Error(text || (typeof code === 'string' ? code : 'error'));
+  const text = scrub(message, secrets).slice(0, 400) || (typeof code === 'string' ? code : 'error');
+  return err instanceof PermanentDriverError ? new PermanentDriverError(text) : new Error(text);
 }

@@ -85,10 +85,13 @@ export class HostedDatabaseDriver implements DatabaseDriver {
   ): Promise<void> {
     if (!opts.verifier) throw new Error('no credentials to create the database with');
     const server = this.serverOf(instance);
-    const restoreFile = opts.fromBackupId ? await this.store.open(opts.fromBackupId) : null;
+    // The dump's checksum is read while the server restores it (one pass over the file in the time of the restore,
+    // rather than a full read before it); the database opens only if it matches.
+    const restore = opts.fromBackupId ? await this.store.open(opts.fromBackupId) : null;
+    restore?.verified.catch(() => {});
     await server.create(instance, {
       verifier: opts.verifier,
-      restoreFile,
+      restore,
       maxConnections: SIZE_SPECS[instance.size].maxConnections,
     });
   }

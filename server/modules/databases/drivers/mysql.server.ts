@@ -8,6 +8,7 @@ import type { BackupStore } from './backup-store.js';
 import {
   assertName,
   dumpInto,
+  restoreMismatch,
   runTool,
   safeError,
   type CreateSpec,
@@ -86,7 +87,7 @@ export class MysqlServer implements EngineServer {
     return rows.length > 0;
   }
 
-  async create(instance: DatabaseInstance, { verifier, restoreFile, maxConnections }: CreateSpec) {
+  async create(instance: DatabaseInstance, { verifier, restore, maxConnections }: CreateSpec) {
     const db = ident(instance.dbName);
     const user = `${ident(instance.dbUser).replace(/`/g, "'")}@'%'`;
     try {
@@ -103,20 +104,22 @@ export class MysqlServer implements EngineServer {
         ]);
       }
       await this.sql(`create database ${db} character set utf8mb4 collate utf8mb4_unicode_ci`);
-      if (restoreFile) {
+      if (restore) {
         await this.withOptions((options) =>
           runTool('mariadb', [`--defaults-extra-file=${options}`, '--batch', instance.dbName], {
             env: {},
             secrets: this.secrets,
-            stdinFile: restoreFile,
+            stdinFile: restore.file,
           }),
         );
+        await restore.verified;
       }
       // The user can log in only once everything is in place.
       await this.sql(`grant all privileges on ${db}.* to ${user}`);
     } catch (err) {
       await this.destroy(instance).catch(() => {});
-      throw safeError(err, this.secrets);
+      // A dump that does not match its checksum makes the restore fail too: say why.
+      throw safeError((await restoreMismatch(restore)) ?? err, this.secrets);
     }
   }
 

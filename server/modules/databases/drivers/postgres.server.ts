@@ -3,6 +3,7 @@ import type { DatabaseInstance } from '../databases.driver.js';
 import type { DatabaseHost } from '../../../lib/database-hosts.js';
 import type { BackupStore } from './backup-store.js';
 import {
+  restoreMismatch,
   assertName,
   dumpInto,
   runTool,
@@ -67,10 +68,7 @@ export class PostgresServer implements EngineServer {
     );
   }
 
-  async create(
-    instance: DatabaseInstance,
-    { verifier, restoreFile, maxConnections }: CreateSpec,
-  ): Promise<void> {
+  async create(instance: DatabaseInstance, { verifier, restore, maxConnections }: CreateSpec): Promise<void> {
     const name = instance.dbName;
     assertName(name);
     try {
@@ -91,18 +89,20 @@ export class PostgresServer implements EngineServer {
       await this.sql(`grant cloud_databases to ${ident(name)}`);
       await this.sql(`create database ${ident(name)} owner ${ident(name)}`);
       await this.sql(`revoke all on database ${ident(name)} from public`);
-      if (restoreFile) {
+      if (restore) {
         await runTool(
           'pg_restore',
-          ['--no-owner', '--no-acl', `--role=${name}`, '--exit-on-error', '--dbname', name, restoreFile],
+          ['--no-owner', '--no-acl', `--role=${name}`, '--exit-on-error', '--dbname', name, restore.file],
           { env: this.toolEnv(name), secrets: this.secrets },
         );
+        await restore.verified;
       }
       // Logins open only once everything is in place.
       await this.applySize(instance, maxConnections);
     } catch (err) {
       await this.destroy(instance).catch(() => {});
-      throw safeError(err, this.secrets);
+      // A dump that does not match its checksum makes the restore fail too: say why.
+      throw safeError((await restoreMismatch(restore)) ?? err, this.secrets);
     }
   }
 
