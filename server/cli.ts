@@ -7,6 +7,7 @@ import { buildRegistry } from './kit/registry.js';
 import { modules } from './modules.js';
 import { AppError } from './lib/errors.js';
 import { addServer, allServers, removeServer } from './modules/vpn/vpn-servers.service.js';
+import { MikroOrmVpnRepository } from './modules/vpn/vpn.repository.js';
 import type { TServer } from './modules/vpn/vpn.schema.js';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
@@ -118,16 +119,18 @@ export async function runCli(
         poolMax: 2,
       });
     }
-    const em = db.orm.em.fork();
+    const repo = new MikroOrmVpnRepository(db);
+    const em = repo.fork();
     switch (command) {
       case 'servers:list': {
-        const servers = await allServers(em);
+        const servers = await allServers(repo, em);
         if (values.json) io.out(JSON.stringify(servers, null, 2));
         else for (const s of servers) io.out(formatServer(s));
         return 0;
       }
       case 'servers:add': {
         const result = await addServer(
+          repo,
           em,
           {
             location: values.location as never,
@@ -160,7 +163,7 @@ export async function runCli(
           io.err('servers:remove needs a server id (srv_...)');
           return 2;
         }
-        const result = await removeServer(em, id, now());
+        const result = await removeServer(repo, em, id, now());
         if (values.json) io.out(JSON.stringify(result, null, 2));
         else {
           io.out(

@@ -18,7 +18,6 @@ const NOT_YET: readonly string[] = [
   'billing',
   'organization',
   'users',
-  'vpn',
   'webhooks',
 ];
 

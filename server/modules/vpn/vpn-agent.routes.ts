@@ -18,7 +18,7 @@ export const vpnAgentRoutes: ModuleHttpRoute[] = [
     method: 'POST',
     path: '/agent/register',
     async handler(deps, req) {
-      const server = await authenticateAgent(deps.db.orm.em.fork(), req.authorization);
+      const server = await authenticateAgent(deps, req.authorization);
       return json({ success: true, ...(await agentRegister(deps, server.id, req.body)) });
     },
   },
@@ -26,7 +26,7 @@ export const vpnAgentRoutes: ModuleHttpRoute[] = [
     method: 'GET',
     path: '/agent/peers',
     async handler(deps, req) {
-      const server = await authenticateAgent(deps.db.orm.em.fork(), req.authorization);
+      const server = await authenticateAgent(deps, req.authorization);
       return json({ success: true, ...(await agentPeers(deps, server.id, req.query, req.signal)) });
     },
   },
@@ -34,7 +34,7 @@ export const vpnAgentRoutes: ModuleHttpRoute[] = [
     method: 'POST',
     path: '/agent/report',
     async handler(deps, req) {
-      const server = await authenticateAgent(deps.db.orm.em.fork(), req.authorization);
+      const server = await authenticateAgent(deps, req.authorization);
       return json(await agentReport(deps, server.id, req.body));
     },
   },

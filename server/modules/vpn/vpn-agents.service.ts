@@ -1,8 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { LockMode } from '@mikro-orm/core';
 import { z } from 'zod';
-import type { Em } from '../../db/orm.js';
-import { recordEvent, recordPlatformEventFor } from '../../events/record-event.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import { conflict, notFound, unauthorized, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
@@ -13,8 +10,8 @@ import {
   AGENT_SERVER_ADDRESS,
   CLIENT_NETWORK_CIDR,
 } from './vpn.constants.js';
-import { VpnConnection } from './vpn-connection.entity.js';
-import { VpnServer } from './vpn-server.entity.js';
+import type { VpnServer } from './vpn-server.entity.js';
+import type { AgentPeers, VpnRepository } from './vpn.repository.js';
 import { toConnectionDetailDto, toServerDto } from './vpn.dto.js';
 import { vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
 import type { TCreateServerInput, TCreateServerOutput, TDeleteServerOutput } from './vpn.schema.js';
@@ -62,16 +59,13 @@ export function peersHub(deps: AppDeps): PeersHub {
   return deps.modules.vpn.peers;
 }
 
+/** Every read and write of the module's tables (vpn.repository.ts), built by the module's `create`. */
+function repositoryOf(deps: AppDeps): VpnRepository {
+  return deps.modules.vpn.repository;
+}
+
 /** A long poll re-reads the version this often, for changes made by another process. */
 const POLL_RECHECK_MS = 5000;
-
-/** Marks a server's peer set as changed, in the transaction that changes it (wake its poll after commit). */
-export async function bumpPeers(tx: Em, serverId: string): Promise<void> {
-  await tx.execute(
-    `update vpn_servers set peers_version = peers_version + 1 where id = ? and kind = 'agent'`,
-    [serverId],
-  );
-}
 
 const TOKEN_PREFIX = 'vst_';
 
@@ -82,11 +76,13 @@ export async function createAgentServer(
   input: TCreateServerInput,
 ): Promise<TCreateServerOutput> {
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
-  return ctx.em.transactional(async (tx) => {
+  const repo = repositoryOf(ctx.deps);
+  return repo.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
-    const clash = await tx.count(VpnServer, { host: input.host, port: input.port, deletedAt: null });
-    if (clash > 0) throw conflict(`A server at ${input.host}:${input.port} already exists`);
-    const server = tx.create(VpnServer, {
+    if (await repo.addressTaken(tx, input.host, input.port)) {
+      throw conflict(`A server at ${input.host}:${input.port} already exists`);
+    }
+    const server = repo.createServer(tx, {
       id: newId('srv'),
       createdAt: now,
       updatedAt: now,
@@ -119,22 +115,15 @@ export async function createAgentServer(
 
 export async function deleteAgentServer(ctx: ActorContext, id: string): Promise<TDeleteServerOutput> {
   if (!isId('srv', id)) throw notFound('Server');
-  await ctx.em.transactional(async (tx) => {
+  const repo = repositoryOf(ctx.deps);
+  await repo.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
-    const server = await tx.findOne(
-      VpnServer,
-      { id, kind: 'agent', organization: ctx.actor.organizationId, deletedAt: null },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+    const server = await repo.lockAgentServer(tx, ctx.actor.organizationId, id);
     if (!server) throw notFound('Server');
     server.deletedAt = now;
     server.status = 'offline';
     server.updatedAt = now;
-    const connections = await tx.find(
-      VpnConnection,
-      { server: server.id, peerEnabled: true },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' } },
-    );
+    const connections = await repo.lockPeersOnServer(tx, server.id);
     for (const c of connections) {
       const wasActive = c.status === 'active';
       c.peerEnabled = false;
@@ -143,10 +132,10 @@ export async function deleteAgentServer(ctx: ActorContext, id: string): Promise<
       c.connectedAt = null;
       c.updatedAt = now;
       if (wasActive)
-        recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, server, now), c.organization.id, now);
+        repo.recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, server, now), c.organization.id, now);
     }
     if (server.registeredAt) {
-      recordPlatformEventFor(tx, vpnServerDeleted, toServerDto(server), ctx.actor.organizationId, now);
+      repo.recordPlatformEventFor(tx, vpnServerDeleted, toServerDto(server), ctx.actor.organizationId, now);
     }
   });
   peersHub(ctx.deps).wake(id);
@@ -156,14 +145,14 @@ export async function deleteAgentServer(ctx: ActorContext, id: string): Promise<
 // ---------- agent side ----------
 
 /** The agent server a `Bearer vst_…` token stands for; anything else is 401 (user tokens included). */
-export async function authenticateAgent(em: Em, authorization: string | undefined): Promise<VpnServer> {
+export async function authenticateAgent(
+  deps: AppDeps,
+  authorization: string | undefined,
+): Promise<VpnServer> {
   const m = /^Bearer\s+(vst_[A-Za-z0-9_-]{20,100})\s*$/.exec(authorization ?? '');
   if (!m) throw unauthorized('A VPN server token is required');
-  const server = await em.findOne(VpnServer, {
-    tokenHash: sha256Hex(m[1]!),
-    kind: 'agent',
-    deletedAt: null,
-  });
+  const repo = repositoryOf(deps);
+  const server = await repo.agentServerByTokenHash(repo.fork(), sha256Hex(m[1]!));
   if (!server) throw unauthorized('Invalid or revoked VPN server token');
   return server;
 }
@@ -202,14 +191,10 @@ export async function agentRegister(
   body: unknown,
 ): Promise<AgentRegistration> {
   const input = parseBody(ZRegister, body);
-  const em = deps.db.orm.em.fork();
-  const server = await em.transactional(async (tx) => {
+  const repo = repositoryOf(deps);
+  const server = await repo.transaction(repo.fork(), async (tx) => {
     const now = deps.clock.now();
-    const s = await tx.findOne(
-      VpnServer,
-      { id: serverId, deletedAt: null },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+    const s = await repo.lockServer(tx, serverId);
     if (!s) throw unauthorized('Invalid or revoked VPN server token');
     s.publicKey = input.public_key;
     s.status = 'online';
@@ -217,7 +202,7 @@ export async function agentRegister(
     s.updatedAt = now;
     if (!s.registeredAt) {
       s.registeredAt = now;
-      recordPlatformEventFor(tx, vpnServerCreated, toServerDto(s), s.organization!.id, now);
+      repo.recordPlatformEventFor(tx, vpnServerCreated, toServerDto(s), s.organization!.id, now);
     }
     return s;
   });
@@ -229,30 +214,6 @@ export async function agentRegister(
     report_interval_seconds: AGENT_REPORT_INTERVAL_SECONDS,
     poll_max_seconds: AGENT_POLL_MAX_SECONDS,
     offline_after_seconds: Math.ceil(deps.config.vpnAgentOfflineMs / 1000),
-  };
-}
-
-export interface AgentPeers {
-  version: number;
-  peers: { public_key: string; allowed_ips: string[] }[];
-}
-
-async function readPeers(em: Em, serverId: string): Promise<AgentPeers | null> {
-  const rows = await em.execute<{ version: number; public_key: string | null; address: string | null }[]>(
-    `select s.peers_version as version, c.client_public_key as public_key, c.client_address as address
-       from vpn_servers s
-       left join vpn_connections c
-         on c.server_id = s.id and c.peer_enabled and c.client_public_key is not null
-      where s.id = ? and s.deleted_at is null
-      order by c.id`,
-    [serverId],
-  );
-  if (rows.length === 0) return null;
-  return {
-    version: Number(rows[0]!.version),
-    peers: rows
-      .filter((r) => r.public_key && r.address)
-      .map((r) => ({ public_key: r.public_key!, allowed_ips: [r.address!] })),
   };
 }
 
@@ -270,9 +231,9 @@ export async function agentPeers(
   const waitRaw = query.wait !== undefined && /^\d{1,3}$/.test(query.wait) ? Number(query.wait) : 0;
   const deadline = Date.now() + Math.min(waitRaw, AGENT_POLL_MAX_SECONDS) * 1000;
   const hub = peersHub(deps);
+  const repo = repositoryOf(deps);
   for (;;) {
-    const em = deps.db.orm.em.fork();
-    const peers = await readPeers(em, serverId);
+    const peers = await repo.peersOf(repo.fork(), serverId);
     if (!peers) throw unauthorized('Invalid or revoked VPN server token');
     const left = deadline - Date.now();
     if (since === undefined || peers.version !== since || left <= 0 || signal?.aborted) return peers;
@@ -312,23 +273,15 @@ export async function agentReport(
       txBytes: p.tx_bytes,
     });
   }
-  const em = deps.db.orm.em.fork();
-  return em.transactional(async (tx) => {
+  const repo = repositoryOf(deps);
+  return repo.transaction(repo.fork(), async (tx) => {
     const now = deps.clock.now();
-    const server = await tx.findOne(
-      VpnServer,
-      { id: serverId, deletedAt: null },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+    const server = await repo.lockServer(tx, serverId);
     if (!server) throw unauthorized('Invalid or revoked VPN server token');
     server.lastReportAt = now;
     server.load = input.load;
     if (server.status !== 'online') server.status = 'online';
-    const connections = await tx.find(
-      VpnConnection,
-      { server: server.id, peerEnabled: true },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' } },
-    );
+    const connections = await repo.lockPeersOnServer(tx, server.id);
     let updated = 0;
     for (const c of connections) {
       const peer = c.clientPublicKey ? byKey.get(c.clientPublicKey) : undefined;
@@ -337,9 +290,9 @@ export async function agentReport(
       const event = applyPeerReport(c, peer, now);
       if (c.status !== before) c.updatedAt = now;
       if (event === 'connected') {
-        recordEvent(tx, vpnConnected, toConnectionDetailDto(c, server, now), c.organization.id, now);
+        repo.recordEvent(tx, vpnConnected, toConnectionDetailDto(c, server, now), c.organization.id, now);
       } else if (event === 'disconnected') {
-        recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, server, now), c.organization.id, now);
+        repo.recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, server, now), c.organization.id, now);
       }
     }
     return { success: true as const, version: server.peersVersion, peers_updated: updated };
@@ -351,36 +304,30 @@ export async function agentReport(
  * (active ones emit `vpn.disconnected`). Run every few seconds by the module's worker; safe in several processes.
  */
 export async function sweepOfflineServers(deps: AppDeps): Promise<number> {
-  const em = deps.db.orm.em.fork();
+  const repo = repositoryOf(deps);
   const now = deps.clock.now();
   const cutoff = new Date(now.getTime() - deps.config.vpnAgentOfflineMs);
-  const stale = await em.find(
-    VpnServer,
-    { kind: 'agent', status: 'online', deletedAt: null, lastReportAt: { $lt: cutoff } },
-    { fields: ['id'] },
-  );
+  const stale = await repo.staleAgentServers(repo.fork(), cutoff);
   let n = 0;
-  for (const { id } of stale) {
-    await em.fork().transactional(async (tx) => {
-      const server = await tx.findOne(
-        VpnServer,
-        { id, status: 'online', deletedAt: null, lastReportAt: { $lt: cutoff } },
-        { lockMode: LockMode.PESSIMISTIC_WRITE },
-      );
+  for (const id of stale) {
+    await repo.transaction(repo.fork(), async (tx) => {
+      const server = await repo.lockStaleServer(tx, id, cutoff);
       if (!server) return;
       n += 1;
       server.status = 'offline';
       server.updatedAt = now;
-      const connections = await tx.find(
-        VpnConnection,
-        { server: id, peerEnabled: true, status: { $ne: 'error' } },
-        { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' } },
-      );
+      const connections = await repo.lockPeersOnServer(tx, id, { exceptError: true });
       for (const c of connections) {
         const event = markUnreachable(c);
         c.updatedAt = now;
         if (event)
-          recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, server, now), c.organization.id, now);
+          repo.recordEvent(
+            tx,
+            vpnDisconnected,
+            toConnectionDetailDto(c, server, now),
+            c.organization.id,
+            now,
+          );
       }
     });
   }

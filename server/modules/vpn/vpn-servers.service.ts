@@ -1,11 +1,5 @@
-import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import type { Em } from '../../db/orm.js';
-import {
-  recordEvent,
-  recordEventForAllOrganizations,
-  recordPlatformEventFor,
-} from '../../events/record-event.js';
 import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import type { ActorContext } from '../../kit/deps.js';
@@ -18,49 +12,21 @@ import {
   type VpnLocation,
   type VpnProtocol,
 } from './vpn.constants.js';
-import { VpnConnection } from './vpn-connection.entity.js';
-import { VpnServer } from './vpn-server.entity.js';
+import type { VpnServer } from './vpn-server.entity.js';
+import type { VpnRepository } from './vpn.repository.js';
 import { toConnectionDetailDto, toServerDto } from './vpn.dto.js';
 import type { TListServersInput, TListServersOutput, TServer } from './vpn.schema.js';
 import { storeUsage } from './vpn.simulation.js';
 import { vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
 import { generateWireguardKeyPair } from './wireguard.js';
 
-/** Servers a connection may use: in the simulated catalogue, `online`, supporting the protocol. */
-export function availableServerFilter(location: VpnLocation, protocol: VpnProtocol): FilterQuery<VpnServer> {
-  return {
-    kind: 'simulated',
-    location,
-    status: 'online',
-    deletedAt: null,
-    protocols: { $contains: [protocol] },
-  };
-}
-
-/**
- * What an organization sees of the catalogue: the shared simulated servers and its own registered agent servers
- * (another organization's are never listed nor used).
- */
-export function visibleServers(organizationId: string) {
-  return {
-    deletedAt: null,
-    $or: [
-      { kind: 'simulated' },
-      { kind: 'agent', organization: organizationId, registeredAt: { $ne: null } },
-    ],
-  } satisfies FilterQuery<VpnServer>;
-}
-
 export async function listServers(ctx: ActorContext, input: TListServersInput): Promise<TListServersOutput> {
-  const servers = await ctx.em.find(
-    VpnServer,
-    {
-      ...visibleServers(ctx.actor.organizationId),
-      ...(input.location ? { location: input.location } : {}),
-      ...(input.protocol ? { protocols: { $contains: [input.protocol] } } : {}),
-    },
-    { orderBy: { location: 'asc', city: 'asc', id: 'asc' } },
-  );
+  // The shared simulated servers and the organization's own registered agent servers (another organization's are
+  // never listed nor used).
+  const servers = await ctx.deps.modules.vpn.repository.listServers(ctx.em, ctx.actor.organizationId, {
+    location: input.location,
+    protocol: input.protocol,
+  });
   return { success: true, servers: servers.map(toServerDto), total: servers.length };
 }
 
@@ -69,30 +35,17 @@ export async function listServers(ctx: ActorContext, input: TListServersInput): 
  * location with the fewest peers, else the least loaded simulated server; or a 400 that says what is available.
  */
 export async function pickServerOrThrow(
+  repo: VpnRepository,
   em: Em,
   location: VpnLocation,
   protocol: VpnProtocol,
   organizationId: string,
 ): Promise<VpnServer> {
-  const real = await em.execute<{ id: string }[]>(
-    `select s.id from vpn_servers s
-      where s.kind = 'agent' and s.organization_id = ? and s.location = ? and s.status = 'online'
-        and s.deleted_at is null and s.registered_at is not null and ? = any(s.protocols)
-      order by (select count(*) from vpn_connections c where c.server_id = s.id and c.peer_enabled), s.id
-      limit 1`,
-    [organizationId, location, protocol],
-  );
-  if (real[0]) return em.findOneOrFail(VpnServer, real[0].id);
-  const server = await em.findOne(VpnServer, availableServerFilter(location, protocol), {
-    orderBy: { load: 'asc', id: 'asc' },
-  });
+  const real = await repo.leastBusyAgentServer(em, organizationId, location, protocol);
+  if (real) return real;
+  const server = await repo.leastLoadedSimulatedServer(em, location, protocol);
   if (server) return server;
-  const elsewhere = await em.find(
-    VpnServer,
-    { ...visibleServers(organizationId), status: 'online', protocols: { $contains: [protocol] } },
-    { fields: ['location'], orderBy: { location: 'asc' } },
-  );
-  const locations = [...new Set(elsewhere.map((s) => s.location))];
+  const locations = [...new Set(await repo.onlineLocations(em, organizationId, protocol))];
   const message =
     `No online server in ${location} supports ${protocol}` +
     (locations.length ? `; ${protocol} is available in: ${locations.join(', ')}` : '');
@@ -130,13 +83,19 @@ export const ZAddServerInput = z.strictObject({
 export type TAddServerInput = z.input<typeof ZAddServerInput>;
 
 /** Adds a server with a fresh key pair and tells every organization (`vpn.server.created`), in one transaction. */
-export async function addServer(em: Em, raw: TAddServerInput, now: Date): Promise<{ server: TServer }> {
+export async function addServer(
+  repo: VpnRepository,
+  em: Em,
+  raw: TAddServerInput,
+  now: Date,
+): Promise<{ server: TServer }> {
   const input = ZAddServerInput.parse(raw);
   const keys = generateWireguardKeyPair();
-  return em.transactional(async (tx) => {
-    const clash = await tx.count(VpnServer, { host: input.host, port: input.port, deletedAt: null });
-    if (clash > 0) throw conflict(`A server at ${input.host}:${input.port} already exists`);
-    const server = tx.create(VpnServer, {
+  return repo.transaction(em, async (tx) => {
+    if (await repo.addressTaken(tx, input.host, input.port)) {
+      throw conflict(`A server at ${input.host}:${input.port} already exists`);
+    }
+    const server = repo.createServer(tx, {
       id: newId('srv'),
       createdAt: now,
       updatedAt: now,
@@ -158,7 +117,7 @@ export async function addServer(em: Em, raw: TAddServerInput, now: Date): Promis
     });
     const dto = toServerDto(server);
     // One event for the whole platform: the relay hands it to every organization's subscribed webhooks.
-    recordEventForAllOrganizations(tx, vpnServerCreated, dto, now);
+    repo.recordEventForAllOrganizations(tx, vpnServerCreated, dto, now);
     return { server: dto };
   });
 }
@@ -168,24 +127,17 @@ export async function addServer(em: Em, raw: TAddServerInput, now: Date): Promis
  * ones emit `vpn.disconnected`); every organization gets `vpn.server.deleted`. One transaction.
  */
 export async function removeServer(
+  repo: VpnRepository,
   em: Em,
   id: string,
   now: Date,
 ): Promise<{ server: TServer; connectionsAffected: number }> {
   if (!isId('srv', id)) throw notFound(`Server ${id}`);
-  return em.transactional(async (tx) => {
-    const server = await tx.findOne(
-      VpnServer,
-      { id, deletedAt: null },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+  return repo.transaction(em, async (tx) => {
+    const server = await repo.lockServer(tx, id);
     if (!server) throw notFound(`Server ${id}`);
     server.deletedAt = now;
-    const connections = await tx.find(
-      VpnConnection,
-      { server: server.id, status: { $in: ['connecting', 'active'] } },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' } },
-    );
+    const connections = await repo.lockLiveConnectionsOnServer(tx, server.id);
     for (const c of connections) {
       const wasActive = c.status === 'active';
       if (wasActive) storeUsage(c, now);
@@ -195,31 +147,28 @@ export async function removeServer(
       c.connectGeneration += 1;
       if (wasActive) {
         const object = toConnectionDetailDto(c, server, now);
-        recordEvent(tx, vpnDisconnected, object, c.organization.id, now);
+        repo.recordEvent(tx, vpnDisconnected, object, c.organization.id, now);
       }
     }
     if (server.kind === 'agent') {
       // Its agent's peers go at the next sync; the token no longer authenticates.
-      await tx.nativeUpdate(VpnConnection, { server: server.id }, { peerEnabled: false });
-      await tx.execute(`update vpn_servers set peers_version = peers_version + 1 where id = ?`, [server.id]);
+      await repo.retireAgentPeers(tx, server.id);
     }
     const dto = toServerDto(server);
     // An agent server serves its own organization only: no other organization hears of it.
     if (server.kind === 'agent' && server.organization) {
-      if (server.registeredAt) recordPlatformEventFor(tx, vpnServerDeleted, dto, server.organization.id, now);
+      if (server.registeredAt) {
+        repo.recordPlatformEventFor(tx, vpnServerDeleted, dto, server.organization.id, now);
+      }
     } else {
-      recordEventForAllOrganizations(tx, vpnServerDeleted, dto, now);
+      repo.recordEventForAllOrganizations(tx, vpnServerDeleted, dto, now);
     }
     return { server: dto, connectionsAffected: connections.length };
   });
 }
 
 /** Every server of the catalogue (operator view). */
-export async function allServers(em: Em): Promise<TServer[]> {
-  const servers = await em.find(
-    VpnServer,
-    { deletedAt: null },
-    { orderBy: { location: 'asc', city: 'asc', id: 'asc' } },
-  );
+export async function allServers(repo: VpnRepository, em: Em): Promise<TServer[]> {
+  const servers = await repo.allServers(em);
   return servers.map(toServerDto);
 }

@@ -12,7 +12,7 @@ export function serverEndpoint(server: VpnServer, protocol: VpnProtocol): string
   return `${server.host.includes(':') ? `[${server.host}]` : server.host}:${port}`;
 }
 
-/** What the list view needs of a connection: the entity, or a row of the list query (vpn.queries.ts). */
+/** What the list view needs of a connection: the entity, or a row of the list query (vpn.repository.ts). */
 export interface ConnectionView extends UsageState {
   id: string;
   name: string;

@@ -1,5 +1,5 @@
+import type { AppDeps } from '../../kit/deps.js';
 import { defineModule, type ModuleManifest } from '../../kit/module.js';
-import { countedRows } from '../../db/list-counts.js';
 import { Migration20261121000030_vpn } from './migrations/Migration20261121000030_vpn.js';
 import { Migration20261126000030_vpn_agents } from './migrations/Migration20261126000030_vpn_agents.js';
 import { vpnAgentRoutes } from './vpn-agent.routes.js';
@@ -11,9 +11,18 @@ import { vpnActivateJob, vpnSampleUsageJob } from './vpn.jobs.js';
 import { vpnRouter } from './vpn.router.js';
 import { vpnUsageReport } from './vpn.usage.js';
 import { disconnectOrganization } from './vpn.service.js';
+import {
+  countConnections,
+  MikroOrmVpnRepository,
+  VPN_ORGANIZATION_ROWS,
+  VPN_TABLES,
+  type VpnRepository,
+} from './vpn.repository.js';
 
 /** What the VPN module keeps per process (`deps.modules.vpn`). */
 export interface VpnRuntime {
+  /** Every read and write of the module's tables (vpn.repository.ts). */
+  readonly repository: VpnRepository;
   /** Wakes the agents' long polls of this process when a server's peers change (docs/vpn-servers.md). */
   readonly peers: PeersHub;
 }
@@ -21,7 +30,10 @@ export interface VpnRuntime {
 // Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
 export const vpnModule: ModuleManifest<'vpn', VpnRuntime> = defineModule({
   name: 'vpn',
-  create: (): VpnRuntime => ({ peers: new PeersHub() }),
+  create: (deps: AppDeps): VpnRuntime => ({
+    repository: new MikroOrmVpnRepository(deps.db),
+    peers: new PeersHub(),
+  }),
   router: vpnRouter,
   entities: [VpnServer, VpnConnection],
   migrations: [
@@ -35,17 +47,15 @@ export const vpnModule: ModuleManifest<'vpn', VpnRuntime> = defineModule({
   httpRoutes: vpnAgentRoutes,
   events: [vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted],
   // Deleting a user moves their connections to the user who deleted them; `activity.vpn_connections` counts them.
-  ownedResources: [{ table: 'vpn_connections', activity: 'vpn_connections' }],
+  ownedResources: [{ table: VPN_TABLES.connections, activity: 'vpn_connections' }],
   onOrganizationDeleted: disconnectOrganization,
-  organizationRows: {
-    // The shared simulated catalogue has no organization and stays; the organization's own agent servers go.
-    remove: [{ table: 'vpn_connections' }, { table: 'vpn_servers' }],
-  },
+  // Its tables, named from the entities (vpn.repository.ts).
+  organizationRows: VPN_ORGANIZATION_ROWS,
   usage: [
     {
       feature: 'vpn_connections',
       // From the list's maintained counts (docs/api-conventions.md, "Lists"), not a count of the rows.
-      count: (em, organizationId) => countedRows(em, 'vpn_connections', organizationId),
+      count: countConnections,
     },
   ],
   usageReport: {

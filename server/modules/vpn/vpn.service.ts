@@ -1,19 +1,12 @@
-import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { pageFields, pageRequest } from '../../lib/pagination.js';
-import type { Actor } from '../../access/actor.js';
-import { lockOwner } from '../../access/owned-resources.js';
-import { actsOnWholeOrganization, inOrganization, ownedBy, ownedListFilter } from '../../access/scope.js';
-import { User } from '../../access/user.entity.js';
+import { actsOnWholeOrganization } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
-import { recordEvent } from '../../events/record-event.js';
 import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import type { ActorContext } from '../../kit/deps.js';
-import { assertWithinPlan, precheckPlan } from '../../kit/plan-limit.js';
+import type { ActorContext, AppDeps } from '../../kit/deps.js';
 import { vpnDisconnected } from './vpn.events.js';
 import { vpnActivateJob, type ActivateJobData } from './vpn.jobs.js';
-import { VpnConnection } from './vpn-connection.entity.js';
-import { VpnServer } from './vpn-server.entity.js';
+import type { ConnectionListFilter, VpnRepository } from './vpn.repository.js';
 import { serverEndpoint, toConnectionDetailDto, toConnectionDto } from './vpn.dto.js';
 import type {
   TConnectionIdInput,
@@ -25,17 +18,21 @@ import type {
   TUpdateConnectionInput,
 } from './vpn.schema.js';
 import { pickServerOrThrow } from './vpn-servers.service.js';
-import { bumpPeers, peersHub } from './vpn-agents.service.js';
-import { findConnectionPage } from './vpn.queries.js';
+import { peersHub } from './vpn-agents.service.js';
 import { storeUsage } from './vpn.simulation.js';
 import { clientAddress, generateWireguardKeyPair, wgQuickConfig } from './wireguard.js';
 
 const connectionNotFound = () => notFound('VPN connection');
 
-/** The caller's view of one connection: another tenant's or (for members) another user's is not found. */
-function scopedFilter(actor: Actor, id: string): FilterQuery<VpnConnection> {
+/** Every read and write of the module's tables (vpn.repository.ts), built by the module's `create`. */
+export function repositoryOf(deps: AppDeps): VpnRepository {
+  return deps.modules.vpn.repository;
+}
+
+/** A malformed id is not found without a query. */
+function checkedId(id: string): string {
   if (!isId('vpn', id)) throw connectionNotFound();
-  return { id, ...ownedBy(actor) };
+  return id;
 }
 
 /**
@@ -55,17 +52,26 @@ export async function listConnections(
   input: TListConnectionsInput,
 ): Promise<TListConnectionsOutput> {
   const { actor } = ctx;
-  // The caller's own by default; owners and admins may name a user, or `all` for the whole organization.
-  const where: Record<string, unknown> =
-    input.user_id === 'all' && actsOnWholeOrganization(actor)
-      ? inOrganization(actor)
-      : ownedListFilter(actor, { userId: input.user_id });
-  if (input.status) where.status = input.status;
-  if (input.protocol) where.protocol = input.protocol;
-  if (input.location) where.location = input.location;
+  // The caller's own by default; owners and admins may name a user, or `all` for the whole organization. A member
+  // naming anyone but themselves gets an empty list (access/scope.ts, ownedListFilter).
+  const whole = actsOnWholeOrganization(actor);
+  const wanted = input.user_id ?? actor.userId;
+  const owner: Pick<ConnectionListFilter, 'userId' | 'none'> =
+    input.user_id === 'all' && whole
+      ? {}
+      : wanted !== actor.userId && !whole
+        ? { userId: actor.userId, none: true }
+        : { userId: wanted };
+  const filter: ConnectionListFilter = {
+    organizationId: actor.organizationId,
+    ...owner,
+    ...(input.status ? { status: input.status } : {}),
+    ...(input.protocol ? { protocol: input.protocol } : {}),
+    ...(input.location ? { location: input.location } : {}),
+  };
 
   const request = pageRequest(input);
-  const found = await findConnectionPage(ctx.em, ctx.deps.db, where, request);
+  const found = await repositoryOf(ctx.deps).listConnections(ctx.em, filter, request);
   const now = ctx.deps.clock.now();
   return {
     success: true,
@@ -78,7 +84,9 @@ export async function getConnection(
   ctx: ActorContext,
   input: TConnectionIdInput,
 ): Promise<TConnectionOutput> {
-  const c = await ctx.em.findOne(VpnConnection, scopedFilter(ctx.actor, input.id), { populate: ['server'] });
+  const c = await repositoryOf(ctx.deps).findConnection(ctx.em, ctx.actor, checkedId(input.id), {
+    withServer: true,
+  });
   if (!c) throw connectionNotFound();
   return { success: true, connection: toConnectionDetailDto(c, c.server, ctx.deps.clock.now()) };
 }
@@ -88,7 +96,8 @@ export async function createConnection(
   input: TCreateConnectionInput,
 ): Promise<TConnectionOutput> {
   const { actor } = ctx;
-  const server = await pickServerOrThrow(ctx.em, input.location, input.protocol, actor.organizationId);
+  const repo = repositoryOf(ctx.deps);
+  const server = await pickServerOrThrow(repo, ctx.em, input.location, input.protocol, actor.organizationId);
   // On an agent server the status follows the agent's reports (vpn.status.ts); no simulated activation.
   const onAgent = server.kind === 'agent';
   // The private half leaves this function only inside the create response; it is never stored.
@@ -103,57 +112,32 @@ export async function createConnection(
   // its plan's limit is refused before any is claimed.
   let address: string | null = null;
   if (keys) {
-    await precheckPlan(ctx.em, ctx.deps, actor.organizationId, 'vpn_connections');
-    const claimed = await ctx.em.execute<{ last_peer_index: number }[]>(
-      `update vpn_servers set last_peer_index = last_peer_index + 1
-        where id = ? and deleted_at is null and status = 'online' and ? = any(protocols)
-        returning last_peer_index`,
-      [server.id, input.protocol],
-    );
-    if (claimed.length === 0) throw serverGone();
-    address = clientAddress(Number(claimed[0]!.last_peer_index));
+    await repo.precheckConnectionPlan(ctx.em, ctx.deps, actor.organizationId);
+    const claimed = await repo.claimPeerIndex(ctx.em, server.id, input.protocol);
+    if (claimed === null) throw serverGone();
+    address = clientAddress(claimed);
   }
 
-  const { connection, wake } = await ctx.em.transactional(async (tx) => {
+  const { connection, wake } = await repo.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
-    await lockOwner(tx, actor.userId);
-    await assertWithinPlan(tx, ctx.deps, actor.organizationId, 'vpn_connections');
-    const c = tx.create(VpnConnection, {
+    await repo.assertCanCreateConnection(tx, ctx.deps, actor);
+    const c = repo.createConnection(tx, {
       id,
-      createdAt: now,
-      updatedAt: now,
-      organization: actor.organizationId,
-      user: tx.getReference(User, actor.userId),
-      server: tx.getReference(VpnServer, server.id),
+      now,
+      organizationId: actor.organizationId,
+      userId: actor.userId,
+      serverId: server.id,
       name: input.name,
       location: server.location,
       protocol: input.protocol,
-      status: 'connecting',
-      statusMessage: null,
       autoConnect: input.auto_connect ?? false,
-      connectGeneration: 1,
       clientPublicKey: keys?.publicKey ?? null,
-      clientAddress: null,
-      connectedAt: null,
-      lastActivity: null,
-      uploadBytes: 0,
-      downloadBytes: 0,
-      sessionUploadBase: 0,
-      sessionDownloadBase: 0,
-      uploadRate: 0,
-      downloadRate: 0,
     });
     // The server still accepts connections, under a key-share lock held to the commit: its removal (which locks the
     // row for update) waits for the creates under way and finds their connections; creates do not wait for each other.
-    const open = await tx.execute<{ id: string }[]>(
-      `select id from vpn_servers
-        where id = ? and deleted_at is null and status = 'online' and ? = any(protocols)
-          for key share`,
-      [server.id, input.protocol],
-    );
-    if (open.length === 0) throw serverGone();
+    if (!(await repo.holdOpenServer(tx, server.id, input.protocol))) throw serverGone();
     c.clientAddress = address;
-    if (onAgent) await bumpPeers(tx, server.id);
+    if (onAgent) await repo.bumpPeers(tx, server.id);
     const wake = onAgent
       ? () => peersHub(ctx.deps).wake(server.id)
       : await queueActivation(ctx, tx, { connection_id: id, generation: 1 });
@@ -182,12 +166,13 @@ export async function updateConnection(
   input: TUpdateConnectionInput,
 ): Promise<TConnectionOutput> {
   const { actor } = ctx;
-  const filter = scopedFilter(actor, input.id);
-  const { connection, server, wake } = await ctx.em.transactional(async (tx) => {
+  const repo = repositoryOf(ctx.deps);
+  const id = checkedId(input.id);
+  const { connection, server, wake } = await repo.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
-    const c = await tx.findOne(VpnConnection, filter, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const c = await repo.findConnection(tx, actor, id, { lock: true });
     if (!c) throw connectionNotFound();
-    const srv = await tx.findOneOrFail(VpnServer, c.server.id);
+    const srv = await repo.getServer(tx, c.server.id);
     let wake: (() => void) | undefined;
     let changed = false;
     if (input.name !== undefined && input.name !== c.name) {
@@ -205,7 +190,7 @@ export async function updateConnection(
         // The agent drops the peer at its next sync.
         c.peerEnabled = false;
         c.lastHandshakeAt = null;
-        await bumpPeers(tx, srv.id);
+        await repo.bumpPeers(tx, srv.id);
         wake = () => peersHub(ctx.deps).wake(srv.id);
       }
       const wasActive = c.status === 'active';
@@ -216,7 +201,7 @@ export async function updateConnection(
       // A pending activation of the previous attempt must not revive it.
       c.connectGeneration += 1;
       if (wasActive) {
-        recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), c.organization.id, now);
+        repo.recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), c.organization.id, now);
       }
     } else if (input.status === 'active' && (c.status === 'inactive' || c.status === 'error')) {
       changed = true;
@@ -231,7 +216,7 @@ export async function updateConnection(
       if (onAgent) {
         c.peerEnabled = true;
         c.lastHandshakeAt = null;
-        await bumpPeers(tx, srv.id);
+        await repo.bumpPeers(tx, srv.id);
         wake = () => peersHub(ctx.deps).wake(srv.id);
       } else {
         wake = await queueActivation(ctx, tx, { connection_id: c.id, generation: c.connectGeneration });
@@ -251,21 +236,22 @@ export async function deleteConnection(
   ctx: ActorContext,
   input: TConnectionIdInput,
 ): Promise<TDeleteConnectionOutput> {
-  const filter = scopedFilter(ctx.actor, input.id);
-  const serverId = await ctx.em.transactional(async (tx) => {
+  const repo = repositoryOf(ctx.deps);
+  const id = checkedId(input.id);
+  const serverId = await repo.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
-    const c = await tx.findOne(VpnConnection, filter, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const c = await repo.findConnection(tx, ctx.actor, id, { lock: true });
     if (!c) throw connectionNotFound();
     // A peer of an agent server leaves its interface at the next sync.
-    if (c.peerEnabled) await bumpPeers(tx, c.server.id);
+    if (c.peerEnabled) await repo.bumpPeers(tx, c.server.id);
     if (c.status === 'active') {
-      const srv = await tx.findOneOrFail(VpnServer, c.server.id);
+      const srv = await repo.getServer(tx, c.server.id);
       storeUsage(c, now);
       c.status = 'inactive';
       c.connectedAt = null;
-      recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), c.organization.id, now);
+      repo.recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), c.organization.id, now);
     }
-    tx.remove(c);
+    repo.removeConnection(tx, c);
     return c.server.id;
   });
   peersHub(ctx.deps).wake(serverId);
@@ -276,23 +262,17 @@ export async function deleteConnection(
  * When the organization is deleted (in its transaction): every connection that is active or connecting becomes
  * `inactive` (an activation still queued no longer revives it), each active one with `vpn.disconnected`.
  */
-export async function disconnectOrganization(tx: Em, organization: { id: string }, now: Date): Promise<void> {
-  const live = await tx.find(
-    VpnConnection,
-    { organization: organization.id, status: { $in: ['active', 'connecting'] } },
-    { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { createdAt: 'asc', id: 'asc' } },
-  );
+export async function disconnectOrganization(
+  tx: Em,
+  organization: { id: string },
+  now: Date,
+  deps: AppDeps,
+): Promise<void> {
+  const repo = repositoryOf(deps);
+  const live = await repo.lockLiveConnectionsOf(tx, organization.id);
   // Its real servers stop serving at once: their tokens no longer authenticate, their peers go.
-  await tx.execute(
-    `update vpn_servers set deleted_at = ?, status = 'offline', peers_version = peers_version + 1
-      where organization_id = ? and deleted_at is null`,
-    [now, organization.id],
-  );
-  await tx.nativeUpdate(
-    VpnConnection,
-    { organization: organization.id, peerEnabled: true },
-    { peerEnabled: false },
-  );
+  await repo.retireOrganizationServers(tx, organization.id, now);
+  await repo.disablePeersOf(tx, organization.id);
   for (const c of live) {
     const wasActive = c.status === 'active';
     if (wasActive) storeUsage(c, now);
@@ -302,9 +282,9 @@ export async function disconnectOrganization(tx: Em, organization: { id: string 
     c.connectGeneration += 1;
     c.updatedAt = now;
     if (wasActive) {
-      const srv = await tx.findOneOrFail(VpnServer, c.server.id);
-      recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), organization.id, now);
+      const srv = await repo.getServer(tx, c.server.id);
+      repo.recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), organization.id, now);
     }
   }
-  await tx.flush();
+  await repo.flush(tx);
 }

@@ -30,7 +30,7 @@ export interface Usage {
   lastActivity: Date | null;
 }
 
-/** Usage as of `now`. The same formula runs in SQL in the periodic job (vpn.jobs.ts). */
+/** Usage as of `now`. The same formula runs in SQL in the periodic job (vpn.jobs.ts, through vpn.repository.ts). */
 export function projectUsage(c: UsageState, now: Date): Usage {
   // A connection on an agent server has no simulated rate: its totals and activity are the agent's reports.
   if (c.status !== 'active' || !c.connectedAt || (c.uploadRate === 0 && c.downloadRate === 0)) {

@@ -1,6 +1,6 @@
 import type { Em } from '../../db/orm.js';
 import type { UsageMetric, UsagePeriod } from '../../kit/usage.js';
-import { VpnConnection } from './vpn-connection.entity.js';
+import { connectionsOf } from './vpn.repository.js';
 import { projectUsage } from './vpn.simulation.js';
 
 const GB = 1e9;
@@ -17,7 +17,7 @@ export async function vpnUsageReport(
   period: UsagePeriod,
   now: Date,
 ): Promise<Partial<Record<UsageMetric, number>>> {
-  const connections = await em.find(VpnConnection, { organization: organizationId });
+  const connections = await connectionsOf(em, organizationId);
   let bytes = 0;
   let activeMs = 0;
   const end = now < period.end ? now : period.end;
