@@ -1,11 +1,10 @@
-import { purgeAuditLog } from '../../events/audit.js';
 import { defineJob } from '../../kit/jobs.js';
 
 /** The audit log keeps 365 days. */
 export const purgeAuditLogJob = defineJob(
   'audit.purge',
   async (deps) => {
-    const n = await purgeAuditLog(deps.db.orm.em.fork(), deps.clock.now());
+    const n = await deps.modules.audit.repository.purgeExpired(deps.clock.now());
     if (n > 0) deps.log.info({ purged: n }, 'purged audit log entries older than 365 days');
   },
   { cron: '23 4 * * *' },

@@ -14,15 +14,10 @@ export interface DisabledWebhook {
  * for `WEBHOOK_DISABLE_AFTER`, through the mail driver (docs/webhooks.md, "Webhooks"). Runs after the commit that disabled it.
  */
 export async function notifyAutoDisabled(deps: AppDeps, hooks: DisabledWebhook[]): Promise<void> {
-  const em = deps.db.orm.em.fork();
+  const repository = deps.modules.webhooks.repository;
+  const em = repository.fork();
   for (const hook of hooks) {
-    const recipients = await em.execute<{ email: string }[]>(
-      `select "email" from "users"
-        where "organization_id" = ? and "role" in ('owner', 'admin') and "status" = 'active'
-          and "deleted_at" is null
-        order by "created_at"`,
-      [hook.organization_id],
-    );
+    const recipients = await repository.adminEmails(em, hook.organization_id);
     const since = new Date(hook.failing_since).toISOString();
     const text = [
       `Every delivery attempt to your webhook ${hook.id} (${hook.url}) has failed since ${since}, for more than ` +
@@ -32,7 +27,7 @@ export async function notifyAutoDisabled(deps: AppDeps, hooks: DisabledWebhook[]
         `{"active": true}, then queue what it missed with POST ${deps.config.publicBaseUrl}/v1/webhooks/${hook.id}/recover ` +
         `{"since": "${since}"}.`,
     ].join('\n');
-    for (const { email } of recipients) {
+    for (const email of recipients) {
       await deps.mail.send({
         to: email,
         subject: `Webhook disabled: ${hook.url}`,

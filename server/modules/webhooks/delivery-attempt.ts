@@ -6,6 +6,7 @@ import { notifyAutoDisabled, type DisabledWebhook } from './auto-disable.js';
 import { nextRetryDelayMs } from './retry-schedule.js';
 import { isTestPayload } from './delivery-fanout.js';
 import { deliveryHeaders } from './webhook-signing.js';
+import type { OutcomeRow } from './webhooks.repository.js';
 
 /** What one attempt needs: the stored bytes and the webhook's current address and secret. */
 export interface AttemptTarget {
@@ -137,54 +138,32 @@ export async function recordOutcomes(
   items: OutcomeInput[],
 ): Promise<RecordedOutcome[]> {
   if (items.length === 0) return [];
+  const repository = deps.modules.webhooks.repository;
   const states = items.map((i) => nextState(deps, i.target.attempt, i.outcome));
-  const values: unknown[] = [];
-  const rows = items.map((item, k) => {
+  const rows: OutcomeRow[] = items.map((item, k) => {
     const { outcome: o, target: t } = item;
     const st = states[k]!;
-    values.push(
-      t.deliveryId,
-      t.attempt,
-      st.status,
-      st.nextAttemptAt,
-      o.at,
-      o.success ? o.at : null,
-      o.responseStatus,
-      o.responseTimeMs,
-      o.error?.slice(0, 500) ?? null,
-    );
-    return '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
+    return {
+      deliveryId: t.deliveryId,
+      attempts: t.attempt,
+      status: st.status,
+      nextAt: st.nextAttemptAt,
+      at: o.at,
+      deliveredAt: o.success ? o.at : null,
+      responseStatus: o.responseStatus,
+      responseTimeMs: o.responseTimeMs,
+      lastError: o.error?.slice(0, 500) ?? null,
+    };
   });
   const gone = items.filter((i) => i.outcome.gone);
   const write = async (tx: Em) => {
     // A success ends its webhook's run of failures (`failing_since`), in the same statement; a failure after it in
     // this batch starts a new run (trackFailureRuns).
-    const changed = await tx.execute<{ id: string }[]>(
-      `with done as (
-       update "webhook_deliveries" d
-          set "status" = v.status, "next_attempt_at" = v.next_at::timestamptz, "last_attempt_at" = v.at::timestamptz,
-              "delivered_at" = v.delivered_at::timestamptz, "response_status" = v.response_status::int,
-              "response_time_ms" = v.response_time_ms::int, "last_error" = v.last_error, "updated_at" = v.at::timestamptz,
-              "fair_at" = coalesce(v.next_at::timestamptz, d."fair_at")
-         from (values ${rows.join(', ')})
-              as v(id, attempts, status, next_at, at, delivered_at, response_status, response_time_ms, last_error)
-        where d."id" = v.id and d."attempts" = v.attempts::int and d."status" = 'pending'
-        returning d."id", d."webhook_id", d."status"
-       ), ended_runs as (
-       update "webhooks" w set "failing_since" = null
-        where w."failing_since" is not null
-          and w."id" in (select "webhook_id" from done where "status" = 'success')
-       )
-       select "id" from done`,
-      values,
-    );
+    const changed = await repository.writeOutcomes(tx, rows);
     const done = new Set(changed.map((r) => r.id));
     for (const g of gone) {
       if (!done.has(g.target.deliveryId)) continue;
-      await tx.execute(
-        `update "webhooks" set "status" = 'disabled', "updated_at" = ? where "id" = ? and "status" <> 'disabled'`,
-        [g.outcome.at, g.target.webhookId],
-      );
+      await repository.disableGone(tx, g.target.webhookId, g.outcome.at);
     }
     disabled.push(
       ...(await trackFailureRuns(
@@ -197,7 +176,7 @@ export async function recordOutcomes(
   };
   const disabled: DisabledWebhook[] = [];
   const needsTx = gone.length > 0 || items.some((i) => !i.outcome.success);
-  const done = await (needsTx ? em.transactional(write) : write(em));
+  const done = await (needsTx ? repository.transaction(em, write) : write(em));
   if (disabled.length > 0) {
     notifyAutoDisabled(deps, disabled).catch((err: unknown) =>
       deps.log.error({ err }, 'could not send the webhook auto-disable mail'),
@@ -230,20 +209,16 @@ async function trackFailureRuns(deps: AppDeps, tx: Em, recorded: OutcomeInput[])
   }
   const failing = [...runs].filter(([, r]) => r.failingSince !== undefined);
   if (failing.length === 0) return [];
-  const values: unknown[] = [];
-  const rows = failing.map(([id, r]) => {
-    // A success earlier in this batch ended the stored run: this batch's first failure after it starts a new one.
-    values.push(id, r.failingSince, r.succeededAt ? 'reset' : 'keep', r.lastAt);
-    return '(?, ?, ?, ?)';
-  });
-  const runRows = await tx.execute<{ id: string; failing_since: Date | string; status: string }[]>(
-    `update "webhooks" w
-        set "failing_since" = case when v.mode = 'reset' then v.since::timestamptz
-                                   else coalesce(w."failing_since", v.since::timestamptz) end
-       from (values ${rows.join(', ')}) as v(id, since, mode, last_at)
-      where w."id" = v.id
-     returning w."id", w."failing_since", w."status"`,
-    values,
+  const repository = deps.modules.webhooks.repository;
+  const runRows = await repository.trackFailureRuns(
+    tx,
+    failing.map(([id, r]) => ({
+      webhookId: id,
+      since: r.failingSince!,
+      // A success earlier in this batch ended the stored run: this batch's first failure after it starts a new one.
+      mode: r.succeededAt ? 'reset' : 'keep',
+      lastAt: r.lastAt,
+    })),
   );
   const disableAfterMs = deps.config.webhook.disableAfterMs;
   const due = runRows.filter((r) => {
@@ -252,10 +227,9 @@ async function trackFailureRuns(deps: AppDeps, tx: Em, recorded: OutcomeInput[])
   });
   if (due.length === 0) return [];
   const at = new Date(Math.max(...due.map((r) => runs.get(r.id)!.lastAt.getTime())));
-  return tx.execute<DisabledWebhook[]>(
-    `update "webhooks" set "status" = 'disabled', "updated_at" = ?
-      where "id" in (${due.map(() => '?').join(', ')}) and "status" = 'active'
-     returning "id", "organization_id", "url", "failing_since"`,
-    [at, ...due.map((r) => r.id)],
+  return repository.disableFailing(
+    tx,
+    due.map((r) => r.id),
+    at,
   );
 }

@@ -1,6 +1,12 @@
 import type { Em } from '../../db/orm.js';
 import type { OutboxEvent } from '../../events/outbox.js';
 import { newId } from '../../lib/ids.js';
+import {
+  activeWebhooksOf,
+  activeWebhooksOfLiveOrganizations,
+  insertFannedOutDeliveries,
+  type SubscriberRow,
+} from './webhooks.repository.js';
 
 /** How a test delivery's body starts (docs/webhooks.md, "Webhooks"): real events start with `{"id":`. */
 export const TEST_BODY_PREFIX = '{"test":true,';
@@ -32,12 +38,6 @@ export function eventBody(e: {
   });
 }
 
-interface HookRow {
-  id: string;
-  organization_id: string;
-  events: string[] | string;
-}
-
 const INSERT_CHUNK = 500;
 
 /**
@@ -47,25 +47,12 @@ const INSERT_CHUNK = 500;
  */
 export async function fanOutToWebhooks(em: Em, events: OutboxEvent[], now: Date): Promise<number> {
   const orgIds = [...new Set(events.map((e) => e.organizationId).filter((o): o is string => o !== null))];
-  const hooks: HookRow[] = [];
-  if (orgIds.length > 0) {
-    hooks.push(
-      ...(await em.execute<HookRow[]>(
-        `select "id", "organization_id", "events" from "webhooks"
-          where "status" = 'active' and "organization_id" in (${orgIds.map(() => '?').join(', ')})`,
-        orgIds,
-      )),
-    );
-  }
+  const hooks: SubscriberRow[] = [];
+  if (orgIds.length > 0) hooks.push(...(await activeWebhooksOf(em, orgIds)));
   const platformTypes = [...new Set(events.filter((e) => e.organizationId === null).map((e) => e.type))];
   if (platformTypes.length > 0) {
     const seen = new Set(hooks.map((h) => h.id));
-    const all = await em.execute<HookRow[]>(
-      // Not to a deleted organization's webhooks: its rows are being removed (docs/organization.md, "The organization").
-      `select w."id", w."organization_id", w."events" from "webhooks" w
-         join "organizations" o on o."id" = w."organization_id"
-        where w."status" = 'active' and o."deleted_at" is null`,
-    );
+    const all = await activeWebhooksOfLiveOrganizations(em);
     hooks.push(...all.filter((h) => !seen.has(h.id)));
   }
   if (hooks.length === 0) return 0;
@@ -86,15 +73,7 @@ export async function fanOutToWebhooks(em: Em, events: OutboxEvent[], now: Date)
   const ids = rows.map(() => newId('del')).sort();
   rows.forEach((row, i) => row.unshift(ids[i], now, now));
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    const chunk = rows.slice(i, i + INSERT_CHUNK);
-    await em.execute(
-      `insert into "webhook_deliveries"
-         ("id", "created_at", "updated_at", "webhook_id", "organization_id", "event_id", "event_type", "payload",
-          "next_attempt_at", "fair_at", "status", "attempts")
-       values ${chunk.map(() => `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0)`).join(', ')}
-       on conflict ("event_id", "webhook_id") where "redelivery_of" is null do nothing`,
-      chunk.flat(),
-    );
+    await insertFannedOutDeliveries(em, rows.slice(i, i + INSERT_CHUNK));
   }
   return rows.length;
 }

@@ -1,6 +1,7 @@
 import { WakeSignal } from '../../lib/wake-signal.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { openWebhookSecret } from './webhook-secrets.js';
+import type { ClaimedRow, WebhooksRepository } from './webhooks.repository.js';
 import {
   performAttempt,
   recordOutcomes,
@@ -48,18 +49,6 @@ export interface DeliveryWorkerOptions {
   claimBatch?: number;
   /** Longest sleep when idle (due retries and other processes' deliveries are found by polling). */
   pollIntervalMs?: number;
-}
-
-interface ClaimedRow {
-  id: string;
-  webhook_id: string;
-  event_id: string;
-  event_type: string;
-  payload: string;
-  attempts: number;
-  url: string;
-  secret: string;
-  previous_secret: string | null;
 }
 
 /** Secrets of a rotation made in this process, for the attempts claimed just before it and not yet sent. */
@@ -134,6 +123,11 @@ export class DeliveryWorker {
 
   nudge(): void {
     this.signal.nudge();
+  }
+
+  /** The module's data access (webhooks.repository.ts), built by the module's `create` with this worker. */
+  private get repository(): WebhooksRepository {
+    return this.deps.modules.webhooks.repository;
   }
 
   private async loop(): Promise<void> {
@@ -240,7 +234,7 @@ export class DeliveryWorker {
       try {
         const results = await recordOutcomes(
           this.deps,
-          this.deps.db.orm.em.fork(),
+          this.repository.fork(),
           batch.map((b) => b.item),
         );
         batch.forEach((b, k) => b.resolve(results[k]));
@@ -266,42 +260,7 @@ export class DeliveryWorker {
     const busy = [...this.inFlightByHook];
     const full = busy.filter(([, n]) => n >= cap).map(([id]) => id);
     const partial = busy.filter(([, n]) => n < cap);
-    const params: unknown[] = [leaseUntil, now, now];
-    if (full.length > 0) params.push(...full);
-    params.push(limit * 2);
-    for (const [id, n] of partial) params.push(id, cap - n);
-    params.push(cap, limit, now, now);
-    const rows = await this.deps.db.orm.em.fork().execute<ClaimedRow[]>(
-      `update "webhook_deliveries" d
-          set "attempts" = d."attempts" + 1, "next_attempt_at" = ?, "updated_at" = ?
-         from "webhooks" w
-        where w."id" = d."webhook_id" and w."status" = 'active'
-          and d."id" in (
-            select q."id" from "webhook_deliveries" q
-             where q."id" in (
-               select c."id" from (
-                 select c0.*, row_number() over (partition by c0."webhook_id" order by c0."fair_at", c0."id") as "rank"
-                   from (select q0."id", q0."webhook_id", q0."fair_at" from "webhook_deliveries" q0
-                           join "webhooks" w0 on w0."id" = q0."webhook_id" and w0."status" = 'active'
-                          where q0."status" = 'pending' and q0."next_attempt_at" <= ?
-                            ${full.length > 0 ? `and q0."webhook_id" not in (${full.map(() => '?').join(', ')})` : ''}
-                          order by q0."fair_at"
-                          limit ?) c0) c
-               ${
-                 partial.length > 0
-                   ? `left join (values ${partial.map(() => '(?, ?::int)').join(', ')}) as f("webhook_id", "room")
-                        on f."webhook_id" = c."webhook_id"
-                      where c."rank" <= coalesce(f."room", ?::int)`
-                   : 'where c."rank" <= ?::int'
-               }
-               order by c."fair_at"
-               limit ?)
-               and q."status" = 'pending' and q."next_attempt_at" <= ?
-             for update of q skip locked)
-      returning d."id", d."webhook_id", d."event_id", d."event_type", d."payload", d."attempts", w."url", w."secret",
-                case when w."previous_secret_expires_at" > ? then w."previous_secret" end as "previous_secret"`,
-      params,
-    );
+    const rows = await this.repository.claimDue({ now, leaseUntil, cap, full, partial, limit });
     let held = full.length > 0;
     if (!held && rows.length < limit) {
       const taken = new Map<string, number>();
@@ -314,24 +273,11 @@ export class DeliveryWorker {
   /** Deliveries whose webhook was paused, disabled (410) or deleted meanwhile end as `failed`, unattempted. */
   private async failDeliveriesOfInactiveWebhooks(): Promise<void> {
     const now = this.deps.clock.now();
-    await this.deps.db.orm.em.fork().execute(
-      `update "webhook_deliveries" d
-          set "status" = 'failed', "next_attempt_at" = null, "updated_at" = ?,
-              "last_error" = 'Not attempted: the webhook is no longer active'
-         from "webhooks" w
-        where w."id" = d."webhook_id" and w."status" <> 'active'
-          and d."status" = 'pending' and d."next_attempt_at" <= ?`,
-      [now, now],
-    );
+    await this.repository.failDeliveriesOfInactiveWebhooks(now);
   }
 
   private async msUntilNextDue(): Promise<number | undefined> {
-    const rows = await this.deps.db.orm.em
-      .fork()
-      .execute<{ next: Date | string | null }[]>(
-        `select min("next_attempt_at") as "next" from "webhook_deliveries" where "status" = 'pending'`,
-      );
-    const next = rows[0]?.next;
+    const next = await this.repository.nextDueAt();
     if (!next) return undefined;
     return new Date(next).getTime() - this.deps.clock.now().getTime();
   }

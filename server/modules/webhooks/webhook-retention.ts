@@ -5,14 +5,7 @@ const DAY_MS = 86_400_000;
 
 /** Drops the previous secrets whose overlap has ended (signing already ignores them). */
 export async function dropExpiredSecrets(deps: AppDeps): Promise<number> {
-  const now = deps.clock.now();
-  const rows = await deps.db.orm.em.fork().execute<{ id: string }[]>(
-    `update "webhooks" set "previous_secret" = null, "previous_secret_expires_at" = null
-      where "previous_secret_expires_at" <= ?
-     returning "id"`,
-    [now],
-  );
-  return rows.length;
+  return deps.modules.webhooks.repository.dropExpiredSecrets(deps.clock.now());
 }
 
 /** Rows removed per statement by the retention purge. */
@@ -24,18 +17,12 @@ const PURGE_CHUNK = 5000;
  */
 export async function purgeOldDeliveries(deps: AppDeps): Promise<number> {
   const cutoff = new Date(deps.clock.now().getTime() - DELIVERY_RETENTION_DAYS * DAY_MS);
-  const em = deps.db.orm.em.fork();
+  const repository = deps.modules.webhooks.repository;
+  const em = repository.fork();
   let total = 0;
   for (;;) {
-    const rows = await em.execute<{ id: string }[]>(
-      `delete from "webhook_deliveries" where "id" in (
-         select "id" from "webhook_deliveries"
-          where "created_at" < ? and "status" <> 'pending'
-          limit ${PURGE_CHUNK})
-       returning "id"`,
-      [cutoff],
-    );
-    total += rows.length;
-    if (rows.length < PURGE_CHUNK) return total;
+    const n = await repository.purgeDeliveries(em, cutoff, PURGE_CHUNK);
+    total += n;
+    if (n < PURGE_CHUNK) return total;
   }
 }

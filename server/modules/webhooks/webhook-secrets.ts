@@ -19,21 +19,14 @@ export function openWebhookSecret(deps: Pick<AppDeps, 'keys'>, stored: string): 
  * it still holds the value read, so a rotation by another process meanwhile wins. Returns how many were encrypted.
  */
 export async function encryptClearWebhookSecrets(deps: AppDeps): Promise<number> {
-  const em = deps.db.orm.em.fork();
-  const rows = await em.execute<{ id: string; secret: string; previous_secret: string | null }[]>(
-    `select "id", "secret", "previous_secret" from "webhooks"
-      where left("secret", 6) = 'whsec_' or left("previous_secret", 6) = 'whsec_'`,
-  );
+  const repository = deps.modules.webhooks.repository;
+  const em = repository.fork();
+  const rows = await repository.clearSecrets(em);
   const seal = (v: string | null) => (v === null || isEncryptedSecret(v) ? v : sealWebhookSecret(deps, v));
   let changed = 0;
   for (const row of rows) {
-    const updated = await em.execute<{ id: string }[]>(
-      `update "webhooks" set "secret" = ?, "previous_secret" = ?
-        where "id" = ? and "secret" = ? and "previous_secret" is not distinct from ?
-       returning "id"`,
-      [seal(row.secret), seal(row.previous_secret), row.id, row.secret, row.previous_secret],
-    );
-    changed += updated.length;
+    const sealed = { secret: seal(row.secret)!, previousSecret: seal(row.previous_secret) };
+    if (await repository.replaceClearSecrets(em, row, sealed)) changed++;
   }
   return changed;
 }

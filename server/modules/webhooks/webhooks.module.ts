@@ -12,9 +12,18 @@ import { DELIVERY_WORKER } from './webhooks.constants.js';
 import { dropExpiredSecretsJob, purgeDeliveriesJob } from './webhooks.jobs.js';
 import { webhooksRouter } from './webhooks.router.js';
 import { encryptClearWebhookSecrets } from './webhook-secrets.js';
+import {
+  countDeliveriesIn,
+  MikroOrmWebhooksRepository,
+  WEBHOOKS_ORGANIZATION_ROWS,
+  WEBHOOKS_TABLES,
+  type WebhooksRepository,
+} from './webhooks.repository.js';
 
 /** What webhooks keep per process (`deps.modules.webhooks`). */
 export interface WebhooksRuntime {
+  /** Every read and write of the module's tables (webhooks.repository.ts). */
+  readonly repository: WebhooksRepository;
   /** Sends the deliveries; nudged after a commit that queued some, told of secret rotations (webhooks.service.ts). */
   readonly deliveryWorker: DeliveryWorker;
   /** The outbound HTTP client of the attempts (delivery-attempt.ts). */
@@ -26,6 +35,7 @@ export const webhooksModule: ModuleManifest<'webhooks', WebhooksRuntime> = defin
   name: 'webhooks',
   router: webhooksRouter,
   create: (deps: AppDeps, config: Config): WebhooksRuntime => ({
+    repository: new MikroOrmWebhooksRepository(deps.db),
     deliveryWorker: new DeliveryWorker(deps),
     http: new WebhookHttpClient(config.webhook),
   }),
@@ -54,31 +64,17 @@ export const webhooksModule: ModuleManifest<'webhooks', WebhooksRuntime> = defin
   usageReport: {
     metrics: ['api.webhook_deliveries'],
     async report(em, organizationId, period) {
-      const n = await em.count(WebhookDelivery, {
-        organizationId,
-        createdAt: { $gte: period.start, $lt: period.end },
-      });
+      const n = await countDeliveriesIn(em, organizationId, period);
       return { 'api.webhook_deliveries': n };
     },
   },
   encryptAtRest: encryptClearWebhookSecrets,
   atRest: [
-    { table: 'webhooks', column: 'secret', key: 'twoFactor' },
-    { table: 'webhooks', column: 'previous_secret', key: 'twoFactor' },
+    { table: WEBHOOKS_TABLES.webhooks, column: 'secret', key: 'twoFactor' },
+    { table: WEBHOOKS_TABLES.webhooks, column: 'previous_secret', key: 'twoFactor' },
   ],
-  organizationRows: {
-    remove: [{ table: 'webhook_deliveries' }, { table: 'webhooks' }],
-    // The events the deletion caused (vpn.disconnected, the final invoice) still reach the organization's
-    // webhooks: removal waits for the first attempt of each delivery (retries are not waited for).
-    async busy(em, organizationId) {
-      const rows = await em.execute<{ n: number }[]>(
-        `select count(*)::int as n from "webhook_deliveries"
-          where "organization_id" = ? and "status" = 'pending' and "attempts" = 0`,
-        [organizationId],
-      );
-      return Number(rows[0]?.n ?? 0) > 0;
-    },
-  },
+  // Its tables, named from the entities; removal waits for the first attempts (webhooks.repository.ts).
+  organizationRows: WEBHOOKS_ORGANIZATION_ROWS,
   outboxConsumers: [
     {
       name: 'webhooks.fan-out',

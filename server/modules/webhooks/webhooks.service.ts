@@ -1,16 +1,10 @@
-import type { FilterQuery } from '@mikro-orm/core';
-import type { ListCountSpec } from '../../db/list-counts.js';
-import { Organization } from '../../access/organization.entity.js';
-import { findScopedOrThrow, inOrganization } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
 import { conflict, notFound, validation } from '../../lib/errors.js';
-import { newId } from '../../lib/ids.js';
-import { findCursorPage } from '../../db/pagination.js';
+import { isId, newId } from '../../lib/ids.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
 import { performAttempt } from './delivery-attempt.js';
 import { eventBody } from './delivery-fanout.js';
-import { WebhookDelivery } from './webhook-delivery.entity.js';
 import { newWebhookSecret } from './webhook-signing.js';
 import { openWebhookSecret, sealWebhookSecret } from './webhook-secrets.js';
 import {
@@ -20,7 +14,8 @@ import {
 } from './webhooks.constants.js';
 import { dropExpiredSecretsJob } from './webhooks.jobs.js';
 import { toDeliveryDto, toWebhookDetailDto, toWebhookSummaryDto, type StatsRow } from './webhooks.dto.js';
-import { Webhook } from './webhook.entity.js';
+import type { Webhook } from './webhook.entity.js';
+import type { WebhooksRepository } from './webhooks.repository.js';
 import type {
   TCreateWebhookInput,
   TListDeliveriesInput,
@@ -40,39 +35,35 @@ async function assertSafeUrl(deps: AppDeps, url: string): Promise<void> {
   }
 }
 
-export function getWebhookOrThrow(ctx: ActorContext, id: string): Promise<Webhook> {
-  return findScopedOrThrow(ctx.em, Webhook, id, inOrganization(ctx.actor), { prefix: 'wh', what: 'Webhook' });
+/** The module's data access (webhooks.repository.ts), as the module's `create` built it for this process. */
+export function repositoryOf(deps: AppDeps): WebhooksRepository {
+  return deps.modules.webhooks.repository;
+}
+
+export async function getWebhookOrThrow(ctx: ActorContext, id: string): Promise<Webhook> {
+  if (!isId('wh', id)) throw notFound('Webhook');
+  const hook = await repositoryOf(ctx.deps).findWebhook(ctx.em, ctx.actor.organizationId, id);
+  if (!hook) throw notFound('Webhook');
+  return hook;
 }
 
 // ---------- statistics from the deliveries themselves ----------
 
-async function deliveryStats(em: Em, webhookIds: string[], now: Date): Promise<Map<string, StatsRow>> {
-  if (webhookIds.length === 0) return new Map();
-  const rows = await em.execute<StatsRow[]>(
-    `select "webhook_id",
-            count(*) as "total",
-            count(*) filter (where "status" = 'success') as "successful",
-            count(*) filter (where "status" = 'failed') as "failed",
-            count(*) filter (where "created_at" >= ?) as "last_30_days",
-            max("last_attempt_at") as "last_delivery",
-            max("delivered_at") filter (where "status" = 'success') as "last_successful",
-            max("last_attempt_at") filter (where "status" = 'failed') as "last_failed",
-            avg("response_time_ms") as "avg_ms"
-       from "webhook_deliveries"
-      where "webhook_id" in (${webhookIds.map(() => '?').join(', ')})
-      group by "webhook_id"`,
-    [new Date(now.getTime() - 30 * DAY_MS), ...webhookIds],
-  );
-  return new Map(rows.map((r) => [r.webhook_id, r]));
+function deliveryStats(
+  deps: AppDeps,
+  em: Em,
+  webhookIds: string[],
+  now: Date,
+): Promise<Map<string, StatsRow>> {
+  return repositoryOf(deps).deliveryStats(em, webhookIds, new Date(now.getTime() - 30 * DAY_MS));
 }
 
 // ---------- use cases ----------
 
 export async function listWebhooks(ctx: ActorContext) {
-  const hooks = await ctx.em.find(Webhook, inOrganization(ctx.actor), {
-    orderBy: { createdAt: 'desc', id: 'desc' },
-  });
+  const hooks = await repositoryOf(ctx.deps).listWebhooks(ctx.em, ctx.actor.organizationId);
   const stats = await deliveryStats(
+    ctx.deps,
     ctx.em,
     hooks.map((h) => h.id),
     ctx.deps.clock.now(),
@@ -89,7 +80,8 @@ export async function listWebhooks(ctx: ActorContext) {
 export async function createWebhook(ctx: ActorContext, input: TCreateWebhookInput) {
   const { actor } = ctx;
   await assertSafeUrl(ctx.deps, input.url);
-  const count = await ctx.em.count(Webhook, inOrganization(actor));
+  const repository = repositoryOf(ctx.deps);
+  const count = await repository.countWebhooks(ctx.em, actor.organizationId);
   if (count >= MAX_WEBHOOKS_PER_ORGANIZATION) {
     throw conflict(
       `An organization can have at most ${MAX_WEBHOOKS_PER_ORGANIZATION} webhooks; delete one first`,
@@ -97,25 +89,24 @@ export async function createWebhook(ctx: ActorContext, input: TCreateWebhookInpu
   }
   const now = ctx.deps.clock.now();
   const secret = newWebhookSecret();
-  const hook = ctx.em.create(Webhook, {
+  const hook = repository.createWebhook(ctx.em, {
     id: newId('wh'),
-    organization: ctx.em.getReference(Organization, actor.organizationId),
+    organizationId: actor.organizationId,
     url: input.url,
     events: [...new Set(input.events)],
     description: input.description ?? null,
     secret: sealWebhookSecret(ctx.deps, secret),
     status: input.active === false ? 'inactive' : 'active',
-    createdAt: now,
-    updatedAt: now,
+    now,
   });
-  await ctx.em.flush();
+  await repository.save(ctx.em);
   // The only response that carries the whole secret.
   return { success: true as const, webhook: toWebhookDetailDto(hook, undefined, secret, 'full') };
 }
 
 export async function getWebhook(ctx: ActorContext, id: string) {
   const hook = await getWebhookOrThrow(ctx, id);
-  const stats = await deliveryStats(ctx.em, [hook.id], ctx.deps.clock.now());
+  const stats = await deliveryStats(ctx.deps, ctx.em, [hook.id], ctx.deps.clock.now());
   return {
     success: true as const,
     webhook: toWebhookDetailDto(hook, stats.get(hook.id), openWebhookSecret(ctx.deps, hook.secret)),
@@ -134,45 +125,24 @@ export async function updateWebhook(ctx: ActorContext, input: TUpdateWebhookInpu
   // Enabled again (also after an auto-disable): a new run of failures starts from nothing.
   if (input.active === true) hook.failingSince = null;
   hook.updatedAt = ctx.deps.clock.now();
-  await ctx.em.flush();
+  await repositoryOf(ctx.deps).save(ctx.em);
   return getWebhook(ctx, hook.id);
 }
 
 export async function deleteWebhook(ctx: ActorContext, id: string) {
   const hook = await getWebhookOrThrow(ctx, id);
   // Its deliveries go with it (on delete cascade); an attempt in flight finds nothing to record.
-  await ctx.em.nativeDelete(Webhook, { id: hook.id });
+  await repositoryOf(ctx.deps).deleteWebhook(ctx.em, hook.id);
   return { success: true as const, message: 'Webhook deleted', id: hook.id, webhook_id: hook.id };
 }
 
-/** A webhook's delivery list's maintained counts (migration 30, list_counts). */
-const DELIVERY_COUNTS: ListCountSpec = {
-  list: 'webhook_deliveries',
-  scope: 'webhook',
-  dims: [
-    { key: 'status', values: [] },
-    { key: 'event_type', values: [] },
-  ],
-};
-
 export async function listDeliveries(ctx: ActorContext, input: TListDeliveriesInput) {
   const hook = await getWebhookOrThrow(ctx, input.id);
-  const where: FilterQuery<WebhookDelivery> = {
-    webhook: hook.id,
-    ...(input.status ? { status: input.status } : {}),
-    ...(input.event_type ? { eventType: input.event_type } : {}),
-  };
-  const page = await findCursorPage(ctx.em, WebhookDelivery, where, input, {
-    populate: ['payload'] as never,
-    counted: {
-      spec: DELIVERY_COUNTS,
-      filter: {
-        webhook: hook.id,
-        ...(input.status ? { status: input.status } : {}),
-        ...(input.event_type ? { event_type: input.event_type } : {}),
-      },
-    },
-  });
+  const page = await repositoryOf(ctx.deps).listDeliveries(
+    ctx.em,
+    { webhookId: hook.id, status: input.status, eventType: input.event_type },
+    input,
+  );
   return {
     success: true as const,
     deliveries: page.items.map(toDeliveryDto),
@@ -215,7 +185,8 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
         ? openWebhookSecret(ctx.deps, hook.previousSecret)
         : null,
   });
-  const delivery = ctx.em.create(WebhookDelivery, {
+  const repository = repositoryOf(ctx.deps);
+  const delivery = repository.createDelivery(ctx.em, {
     id: deliveryId,
     webhook: hook,
     organizationId: actor.organizationId,
@@ -238,7 +209,7 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
     hook.status = 'disabled';
     hook.updatedAt = outcome.at;
   }
-  await ctx.em.flush();
+  await repository.save(ctx.em);
   return { success: true as const, delivery: toDeliveryDto(delivery) };
 }
 
@@ -268,17 +239,14 @@ function nudgeWorker(deps: AppDeps): void {
  */
 export async function redeliver(ctx: ActorContext, input: TRedeliverInput) {
   const hook = await getWebhookOrThrow(ctx, input.id);
+  const repository = repositoryOf(ctx.deps);
   const original = input.delivery_id.startsWith('del_')
-    ? await ctx.em.findOne(
-        WebhookDelivery,
-        { id: input.delivery_id, webhook: hook.id },
-        { populate: ['payload'] as never },
-      )
+    ? await repository.findDelivery(ctx.em, hook.id, input.delivery_id)
     : null;
   if (!original) throw notFound('Delivery');
   assertActive(hook, 'redeliver');
   const now = ctx.deps.clock.now();
-  const delivery = ctx.em.create(WebhookDelivery, {
+  const delivery = repository.createDelivery(ctx.em, {
     id: newId('del'),
     webhook: hook,
     organizationId: original.organizationId,
@@ -293,7 +261,7 @@ export async function redeliver(ctx: ActorContext, input: TRedeliverInput) {
     createdAt: now,
     updatedAt: now,
   });
-  await ctx.em.flush();
+  await repository.save(ctx.em);
   nudgeWorker(ctx.deps);
   return { success: true as const, delivery: toDeliveryDto(delivery) };
 }
@@ -315,40 +283,26 @@ export async function recover(ctx: ActorContext, input: TRecoverInput) {
   if (until.getTime() < since.getTime()) throw validation('until', 'until must not be before since');
   assertActive(hook, 'recover deliveries');
 
-  const queued = await ctx.em.transactional(async (tx) => {
-    const originals = await tx.execute<{ id: string; created_at: Date | string }[]>(
-      `update "webhook_deliveries" set "recovered_at" = ?
-        where "webhook_id" = ? and "status" = 'failed' and "recovered_at" is null
-          and "created_at" >= ? and "created_at" <= ?
-       returning "id", "created_at"`,
-      [now, hook.id, since, until],
-    );
+  const repository = repositoryOf(ctx.deps);
+  const queued = await repository.transaction(ctx.em, async (tx) => {
+    const originals = await repository.markRecovered(tx, hook.id, since, until, now);
     if (originals.length === 0) return 0;
     originals.sort(
       (a, b) => new Date(a.created_at).getTime() - new Date(b.created_at).getTime() || (a.id < b.id ? -1 : 1),
     );
     // Behind any backlog of this webhook, one RECOVERY_SPACING_MS apart.
-    const [backlog] = await tx.execute<{ last: Date | string | null }[]>(
-      `select max("fair_at") as "last" from "webhook_deliveries" where "webhook_id" = ? and "status" = 'pending'`,
-      [hook.id],
-    );
-    const base = Math.max(now.getTime(), backlog?.last ? new Date(backlog.last).getTime() : 0);
+    const last = await repository.lastPendingFairAt(tx, hook.id);
+    const base = Math.max(now.getTime(), last ? new Date(last).getTime() : 0);
     for (let i = 0; i < originals.length; i += RECOVER_CHUNK) {
       const chunk = originals.slice(i, i + RECOVER_CHUNK);
-      const values: unknown[] = [];
-      const rows = chunk.map((o, k) => {
-        values.push(newId('del'), o.id, new Date(base + (i + k + 1) * RECOVERY_SPACING_MS));
-        return '(?, ?, ?)';
-      });
-      await tx.execute(
-        `insert into "webhook_deliveries"
-           ("id", "created_at", "updated_at", "webhook_id", "organization_id", "event_id", "event_type", "payload",
-            "next_attempt_at", "fair_at", "status", "attempts", "redelivery_of")
-         select v.new_id, ?::timestamptz, ?::timestamptz, o."webhook_id", o."organization_id", o."event_id",
-                o."event_type", o."payload", ?::timestamptz, v.fair_at::timestamptz, 'pending', 0, o."id"
-           from (values ${rows.join(', ')}) as v(new_id, original_id, fair_at)
-           join "webhook_deliveries" o on o."id" = v.original_id`,
-        [now, now, now, ...values],
+      await repository.insertRecoveries(
+        tx,
+        now,
+        chunk.map((o, k) => ({
+          id: newId('del'),
+          originalId: o.id,
+          fairAt: new Date(base + (i + k + 1) * RECOVERY_SPACING_MS),
+        })),
       );
     }
     return originals.length;
@@ -372,7 +326,7 @@ export async function rotateSecret(ctx: ActorContext, input: TRotateSecretInput)
   hook.previousSecret = overlapMs > 0 ? sealWebhookSecret(ctx.deps, replaced) : null;
   hook.previousSecretExpiresAt = overlapMs > 0 ? new Date(now.getTime() + overlapMs) : null;
   hook.updatedAt = now;
-  await ctx.em.flush();
+  await repositoryOf(ctx.deps).save(ctx.em);
   ctx.deps.modules.webhooks.deliveryWorker.noteRotation(
     hook.id,
     secret,
@@ -383,7 +337,7 @@ export async function rotateSecret(ctx: ActorContext, input: TRotateSecretInput)
     // In the rotation's transaction: the drop is scheduled exactly when the new secret is committed.
     await ctx.deps.jobs.send(dropExpiredSecretsJob, {}, { em: ctx.em, delayMs: overlapMs + 1000 });
   }
-  const stats = await deliveryStats(ctx.em, [hook.id], now);
+  const stats = await deliveryStats(ctx.deps, ctx.em, [hook.id], now);
   return {
     success: true as const,
     webhook: toWebhookDetailDto(hook, stats.get(hook.id), secret),
