@@ -1,7 +1,7 @@
 import type { AppDeps } from '../../kit/deps.js';
 import { defineJob } from '../../kit/jobs.js';
 import type { RunningWorker } from '../../kit/module.js';
-import { nextDueAt, runDueBilling } from './renewals.js';
+import { runDueBilling } from './renewals.js';
 
 /**
  * Renewals and charge retries that are due, in batches (renewals.ts). Sent by the billing scheduler when something
@@ -55,7 +55,8 @@ export class BillingScheduler implements RunningWorker {
     if (this.stopped) return;
     let wait = this.recheckMs;
     try {
-      const due = await nextDueAt(this.deps.db.orm.em.fork());
+      const repository = this.deps.modules.billing.repository;
+      const due = await repository.nextDueAt(repository.fork());
       const now = this.deps.clock.now();
       if (due && due <= now) {
         await this.deps.jobs.send(billingRunDueJob, {});

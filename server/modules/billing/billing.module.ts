@@ -2,6 +2,7 @@ import type { AppDeps } from '../../kit/deps.js';
 import { defineModule, type ModuleManifest, type RunningWorker } from '../../kit/module.js';
 import type { BillingDriver } from './billing.driver.js';
 import { BILLING_EVENTS } from './billing.events.js';
+import { BILLING_TABLES, MikroOrmBillingRepository, type BillingRepository } from './billing.repository.js';
 import { BILLING_SCHEDULER, BillingScheduler, billingRunDueJob } from './billing.jobs.js';
 import { billingRouter } from './billing.router.js';
 import { invoiceDocumentRoutes } from './invoice-documents.js';
@@ -15,6 +16,8 @@ import { SimulatedBillingDriver } from './simulated-billing.driver.js';
 
 /** What billing keeps per process (`deps.modules.billing`). */
 export interface BillingRuntime {
+  /** Every read and write of the module's tables (billing.repository.ts). */
+  readonly repository: BillingRepository;
   /** The card processor. */
   readonly driver: BillingDriver;
   /** Queues the renewals when they fall due; nudged by a change that sets a due time (subscription.service.ts). */
@@ -27,6 +30,7 @@ export const billingModule: ModuleManifest<'billing', BillingRuntime> = defineMo
   name: 'billing',
   router: billingRouter,
   create: (deps: AppDeps): BillingRuntime => ({
+    repository: new MikroOrmBillingRepository(deps.db),
     // The simulated processor is the only one there is (docs/billing.md, "Billing").
     driver: new SimulatedBillingDriver(),
     scheduler: new BillingScheduler(deps),
@@ -47,8 +51,13 @@ export const billingModule: ModuleManifest<'billing', BillingRuntime> = defineMo
   events: BILLING_EVENTS,
   onOrganizationCreated: createSubscription,
   onOrganizationDeleted: cancelForDeletion,
+  // Its tables, named from the entities (billing.repository.ts).
   organizationRows: {
-    remove: [{ table: 'invoices' }, { table: 'payment_methods' }, { table: 'subscriptions' }],
+    remove: [
+      { table: BILLING_TABLES.invoices },
+      { table: BILLING_TABLES.paymentMethods },
+      { table: BILLING_TABLES.subscriptions },
+    ],
   },
   httpRoutes: invoiceDocumentRoutes,
 });

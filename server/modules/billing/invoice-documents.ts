@@ -1,10 +1,10 @@
-import { Organization } from '../../access/organization.entity.js';
+import type { Organization } from '../../access/organization.entity.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { ModuleHttpRoute } from '../../kit/module.js';
 import { notFound } from '../../lib/errors.js';
 import { isId } from '../../lib/ids.js';
 import { checkInvoiceLinkToken } from './billing.dto.js';
-import { Invoice, type InvoiceLine } from './invoice.entity.js';
+import type { Invoice, InvoiceLine } from './invoice.entity.js';
 
 const money = (cents: number) =>
   `${cents < 0 ? '-' : ''}$${(Math.abs(cents) / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
@@ -35,11 +35,11 @@ async function invoiceForLink(
 ): Promise<{ invoice: Invoice; organization: Organization }> {
   const now = deps.clock.now();
   if (!isId('inv', id) || !token || !checkInvoiceLinkToken(deps, id, token, now)) throw notFound('Invoice');
-  const em = deps.db.orm.em.fork();
-  const invoice = await em.findOne(Invoice, { id });
-  if (!invoice) throw notFound('Invoice');
+  const repository = deps.modules.billing.repository;
+  const found = await repository.invoiceForLink(repository.fork(), id);
+  if (!found) throw notFound('Invoice');
   // Nothing of a deleted organization is readable (docs/organization.md, "The organization").
-  const organization = await em.findOne(Organization, { id: invoice.organization.id, deletedAt: null });
+  const { invoice, organization } = found;
   if (!organization) throw notFound('Invoice');
   return { invoice, organization };
 }

@@ -1,6 +1,3 @@
-import { findScopedOrThrow, inOrganization } from '../../access/scope.js';
-import { INVOICE_STATUSES } from './billing.constants.js';
-import { findCursorPage } from '../../db/pagination.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { conflict, notFound } from '../../lib/errors.js';
 import { isId } from '../../lib/ids.js';
@@ -12,23 +9,14 @@ import type {
   TListInvoicesOutput,
   TPayInvoiceInput,
 } from './billing.schema.js';
-import { Invoice } from './invoice.entity.js';
-import { findDefaultPaymentMethod, lockSubscription, retryInvoice } from './invoicing.js';
-import { PaymentMethod } from './payment-method.entity.js';
+import { repositoryOf, retryInvoice } from './invoicing.js';
 import { chargeDeclined } from './subscription.service.js';
 
 export async function listInvoices(
   ctx: ActorContext,
   input: TListInvoicesInput,
 ): Promise<TListInvoicesOutput> {
-  const where: Record<string, string> = { ...inOrganization(ctx.actor) };
-  if (input.status) where.status = input.status;
-  const page = await findCursorPage(ctx.em, Invoice, where, input, {
-    counted: {
-      spec: { list: 'invoices', scope: 'organization', dims: [{ key: 'status', values: INVOICE_STATUSES }] },
-      filter: where,
-    },
-  });
+  const page = await repositoryOf(ctx.deps).listInvoices(ctx.em, ctx.actor, input.status, input);
   const now = ctx.deps.clock.now();
   return {
     success: true,
@@ -39,10 +27,7 @@ export async function listInvoices(
 }
 
 export async function getInvoice(ctx: ActorContext, input: TInvoiceIdInput): Promise<TInvoiceOutput> {
-  const invoice = await findScopedOrThrow(ctx.em, Invoice, input.id, inOrganization(ctx.actor), {
-    prefix: 'inv',
-    what: 'Invoice',
-  });
+  const invoice = await repositoryOf(ctx.deps).invoiceInScopeOrThrow(ctx.em, ctx.actor, input.id);
   return { success: true, invoice: toInvoiceDto(ctx.deps, invoice, ctx.deps.clock.now()) };
 }
 
@@ -55,24 +40,18 @@ export async function payInvoice(ctx: ActorContext, input: TPayInvoiceInput): Pr
   const orgId = ctx.actor.organizationId;
   if (input.payment_method !== undefined && !isId('pm', input.payment_method))
     throw notFound('Payment method');
-  const result = await ctx.em.transactional(async (tx) => {
+  const repository = repositoryOf(ctx.deps);
+  const result = await repository.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
     // Every writer of the organization's invoices holds its subscription's lock: read the invoice under it.
-    const locked = await lockSubscription(tx, orgId);
-    const found = await findScopedOrThrow(tx, Invoice, input.id, inOrganization(ctx.actor), {
-      prefix: 'inv',
-      what: 'Invoice',
-    });
+    const locked = await repository.lockSubscription(tx, orgId);
+    const found = await repository.invoiceInScopeOrThrow(tx, ctx.actor, input.id);
     if (found.status !== 'open')
       throw conflict(`The invoice is ${found.status}; only open invoices can be paid`);
-    const defaultPm = await findDefaultPaymentMethod(tx, orgId);
+    const defaultPm = await repository.defaultPaymentMethod(tx, orgId);
     let pm = defaultPm;
     if (input.payment_method !== undefined && input.payment_method !== defaultPm?.id) {
-      pm = await tx.findOne(
-        PaymentMethod,
-        { id: input.payment_method, organization: orgId },
-        { populate: ['processorRef'] },
-      );
+      pm = await repository.findPaymentMethod(tx, orgId, input.payment_method);
       if (!pm) throw notFound('Payment method');
     }
     const outcome = await retryInvoice(tx, ctx.deps, locked, found, pm, now, false, defaultPm?.id ?? null);

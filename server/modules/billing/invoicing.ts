@@ -1,7 +1,4 @@
-import { LockMode } from '@mikro-orm/core';
-import { Organization } from '../../access/organization.entity.js';
 import type { Em } from '../../db/orm.js';
-import { recordEvent } from '../../events/record-event.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { newId } from '../../lib/ids.js';
 import { PLANS, type PlanId } from '../../lib/plans.js';
@@ -14,36 +11,17 @@ import {
   billingInvoicePaid,
   billingSubscriptionUpdated,
 } from './billing.events.js';
-import { Invoice, type InvoiceLine } from './invoice.entity.js';
+import type { BillingRepository, Locked } from './billing.repository.js';
+import type { Invoice, InvoiceLine } from './invoice.entity.js';
 import { rateMilli, taxCents, unitsToCents } from './money.js';
-import { PaymentMethod } from './payment-method.entity.js';
-import { Subscription } from './subscription.entity.js';
+import type { PaymentMethod } from './payment-method.entity.js';
+import type { Subscription } from './subscription.entity.js';
 
-/** An organization's subscription with both rows locked, organization first (the order every writer takes). */
-export interface Locked {
-  org: Organization;
-  sub: Subscription;
-}
+export type { Locked };
 
-export async function lockSubscription(tx: Em, organizationId: string): Promise<Locked> {
-  const org = await tx.findOneOrFail(Organization, organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  const sub = await tx.findOneOrFail(
-    Subscription,
-    { organization: organizationId },
-    { lockMode: LockMode.PESSIMISTIC_WRITE },
-  );
-  return { org, sub };
-}
-
-export async function findDefaultPaymentMethod(
-  em: Em,
-  organizationId: string,
-): Promise<PaymentMethod | null> {
-  return em.findOne(
-    PaymentMethod,
-    { organization: organizationId, isDefault: true },
-    { populate: ['processorRef'] },
-  );
+/** The module's data access (billing.repository.ts), as the module's `create` built it for this process. */
+export function repositoryOf(deps: AppDeps): BillingRepository {
+  return deps.modules.billing.repository;
 }
 
 export function planPriceCents(plan: PlanId): number {
@@ -145,19 +123,17 @@ export async function issueInvoice(
 ): Promise<Issued> {
   const { sub, org } = locked;
   const now = spec.now;
+  const repository = repositoryOf(deps);
   const { view, creditUsed } = draftInvoice(deps, sub, spec);
   sub.creditBalance -= creditUsed;
   sub.invoiceSeq += 1;
-  const invoice = tx.create(Invoice, {
+  const invoice = repository.createInvoice(tx, {
     id: newId('inv'),
-    createdAt: now,
-    updatedAt: now,
+    now,
     organization: org,
     subscription: sub,
     number: `${sub.invoicePrefix}-${String(sub.invoiceSeq).padStart(4, '0')}`,
-    status: 'open',
     billingReason: view.billingReason,
-    currency: 'usd',
     lineItems: view.lineItems,
     amount: view.amount,
     tax: view.tax,
@@ -167,29 +143,22 @@ export async function issueInvoice(
     periodStart: view.periodStart,
     periodEnd: view.periodEnd,
     renewalOf: spec.renewalOf ?? null,
-    dueDate: now,
-    paidAt: null,
-    paymentMethod: null,
-    chargeId: null,
-    attemptCount: 0,
-    scheduledRetries: 0,
-    nextPaymentAttempt: null,
   });
   const result = await chargeInvoice(deps, invoice, pm, `${invoice.id}:1`, now);
   if (invoice.amount < 0) sub.creditBalance += -invoice.amount;
   if (result.paid) {
-    recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, now);
-    recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), org.id, now);
+    repository.recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, now);
+    repository.recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), org.id, now);
     return { invoice, paid: true };
   }
   if (spec.onDecline === 'void') {
     invoice.status = 'void';
     sub.creditBalance += creditUsed;
-    recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, now);
-    recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), org.id, now);
+    repository.recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, now);
+    repository.recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), org.id, now);
     return { invoice, paid: false, declineReason: result.reason };
   }
-  recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, now);
+  repository.recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, now);
   await afterFailedAttempt(tx, deps, locked, pm?.id ?? null, invoice, now, true);
   return { invoice, paid: false, declineReason: result.reason };
 }
@@ -235,9 +204,12 @@ export async function recordSubscriptionUpdated(
   at: Date,
   defaultPm?: string | null,
 ): Promise<void> {
+  const repository = repositoryOf(deps);
   const pmId =
-    defaultPm !== undefined ? defaultPm : ((await findDefaultPaymentMethod(tx, locked.org.id))?.id ?? null);
-  recordEvent(
+    defaultPm !== undefined
+      ? defaultPm
+      : ((await repository.defaultPaymentMethod(tx, locked.org.id))?.id ?? null);
+  repository.recordEvent(
     tx,
     billingSubscriptionUpdated,
     toSubscriptionDto(locked.sub, locked.org, pmId),
@@ -274,6 +246,7 @@ async function afterFailedAttempt(
   scheduled: boolean,
 ): Promise<void> {
   const schedule = deps.config.billing.retryScheduleMs;
+  const repository = repositoryOf(deps);
   let statusChanged = false;
   if (scheduled) {
     // The first attempt is not a retry; each scheduled attempt after it is.
@@ -281,14 +254,14 @@ async function afterFailedAttempt(
     if (invoice.scheduledRetries >= schedule.length) {
       invoice.status = 'uncollectible';
       invoice.nextPaymentAttempt = null;
-      recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), locked.org.id, now);
+      repository.recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), locked.org.id, now);
       if (setStatus(locked, 'canceled', now)) statusChanged = true;
       if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, now, defaultPmId);
       return;
     }
     invoice.nextPaymentAttempt = new Date(now.getTime() + schedule[invoice.scheduledRetries]!);
   }
-  recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), locked.org.id, now);
+  repository.recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), locked.org.id, now);
   if (locked.sub.status === 'active' && setStatus(locked, 'past_due', now)) statusChanged = true;
   if (statusChanged) await recordSubscriptionUpdated(tx, deps, locked, now, defaultPmId);
 }
@@ -313,13 +286,10 @@ export async function retryInvoice(
   if (scheduled && (!invoice.nextPaymentAttempt || invoice.nextPaymentAttempt > now)) return null;
   const result = await chargeInvoice(deps, invoice, pm, `${invoice.id}:${invoice.attemptCount + 1}`, now);
   if (result.paid) {
-    recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), locked.org.id, now);
+    const repository = repositoryOf(deps);
+    repository.recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), locked.org.id, now);
     if (locked.sub.status === 'past_due') {
-      const stillOpen = await tx.count(Invoice, {
-        subscription: locked.sub.id,
-        status: 'open',
-        id: { $ne: invoice.id },
-      });
+      const stillOpen = await repository.countOtherOpenInvoices(tx, locked.sub.id, invoice.id);
       if (stillOpen === 0 && setStatus(locked, 'active', now)) {
         await recordSubscriptionUpdated(tx, deps, locked, now, defaultPmId);
       }

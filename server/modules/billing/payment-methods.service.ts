@@ -1,5 +1,4 @@
 import type { ActorContext } from '../../kit/deps.js';
-import { findScopedOrThrow, inOrganization } from '../../access/scope.js';
 import { conflict, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { toPaymentMethodDto } from './billing.dto.js';
@@ -10,19 +9,10 @@ import type {
   TPaymentMethodIdInput,
   TPaymentMethodOutput,
 } from './billing.schema.js';
-import { Invoice } from './invoice.entity.js';
-import {
-  findDefaultPaymentMethod,
-  lockSubscription,
-  recordSubscriptionUpdated,
-  retryInvoice,
-} from './invoicing.js';
-import { PaymentMethod } from './payment-method.entity.js';
+import { recordSubscriptionUpdated, repositoryOf, retryInvoice } from './invoicing.js';
 
 export async function listPaymentMethods(ctx: ActorContext): Promise<TListPaymentMethodsOutput> {
-  const rows = await ctx.em.find(PaymentMethod, inOrganization(ctx.actor), {
-    orderBy: { createdAt: 'desc', id: 'desc' },
-  });
+  const rows = await repositoryOf(ctx.deps).listPaymentMethods(ctx.em, ctx.actor);
   return {
     success: true,
     payment_methods: rows.map(toPaymentMethodDto),
@@ -47,21 +37,20 @@ export async function addPaymentMethod(
     );
   }
   const orgId = ctx.actor.organizationId;
-  const pm = await ctx.em.transactional(async (tx) => {
+  const repository = repositoryOf(ctx.deps);
+  const pm = await repository.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
-    const locked = await lockSubscription(tx, orgId);
-    const current = await findDefaultPaymentMethod(tx, orgId);
+    const locked = await repository.lockSubscription(tx, orgId);
+    const current = await repository.defaultPaymentMethod(tx, orgId);
     const makeDefault = !current || input.set_as_default === true;
     if (current && makeDefault) {
       current.isDefault = false;
-      await tx.flush();
+      await repository.flush(tx);
     }
-    const created = tx.create(PaymentMethod, {
+    const created = repository.createPaymentMethod(tx, {
       id: newId('pm'),
-      createdAt: now,
-      updatedAt: now,
-      organization: orgId,
-      type: 'card',
+      now,
+      organizationId: orgId,
       brand: card.brand,
       last4: card.last4,
       expMonth: card.expMonth,
@@ -69,15 +58,11 @@ export async function addPaymentMethod(
       processorRef: card.processorRef,
       isDefault: makeDefault,
     });
-    await tx.flush();
+    await repository.flush(tx);
     const chargeTo = makeDefault ? created : current;
     if (makeDefault) await recordSubscriptionUpdated(tx, ctx.deps, locked, now, created.id);
     // Unpaid invoices are charged again at once (to the default card), without moving their retry schedule.
-    const open = await tx.find(
-      Invoice,
-      { organization: orgId, status: 'open' },
-      { orderBy: { createdAt: 'asc' } },
-    );
+    const open = await repository.openInvoices(tx, orgId);
     for (const invoice of open) await retryInvoice(tx, ctx.deps, locked, invoice, chargeTo, now, false);
     return created;
   });
@@ -93,14 +78,12 @@ export async function deletePaymentMethod(
   input: TPaymentMethodIdInput,
 ): Promise<TDeletePaymentMethodOutput> {
   const orgId = ctx.actor.organizationId;
-  await ctx.em.transactional(async (tx) => {
-    const pm = await findScopedOrThrow(tx, PaymentMethod, input.id, inOrganization(ctx.actor), {
-      prefix: 'pm',
-      what: 'Payment method',
-    });
-    const { sub } = await lockSubscription(tx, orgId);
+  const repository = repositoryOf(ctx.deps);
+  await repository.transaction(ctx.em, async (tx) => {
+    const pm = await repository.paymentMethodInScopeOrThrow(tx, ctx.actor, input.id);
+    const { sub } = await repository.lockSubscription(tx, orgId);
     if (pm.isDefault) {
-      const others = await tx.count(PaymentMethod, { organization: orgId, id: { $ne: pm.id } });
+      const others = await repository.countOtherPaymentMethods(tx, orgId, pm.id);
       if (others > 0) {
         throw conflict('This is the default payment method: make another one the default first');
       }
@@ -108,7 +91,7 @@ export async function deletePaymentMethod(
         throw conflict('The subscription is paid with this payment method: add another card first');
       }
     }
-    tx.remove(pm);
+    repository.removePaymentMethod(tx, pm);
   });
   return { success: true, message: 'Payment method removed', id: input.id };
 }

@@ -1,24 +1,21 @@
-import { Organization } from '../../access/organization.entity.js';
 import type { Em } from '../../db/orm.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { PLANS, type PlanId } from '../../lib/plans.js';
 import { RENEWAL_BATCH } from './billing.constants.js';
 import { periodEndAfter, periodMonths } from './billing-period.js';
-import { Invoice, type InvoiceLine } from './invoice.entity.js';
+import type { InvoiceLine } from './invoice.entity.js';
 import {
-  findDefaultPaymentMethod,
   issueInvoice,
-  lockSubscription,
   line,
   planPriceCents,
   recordSubscriptionUpdated,
+  repositoryOf,
   retryInvoice,
   setStatus,
   type Locked,
 } from './invoicing.js';
 import { prorate } from './money.js';
-import { PaymentMethod } from './payment-method.entity.js';
-import { Subscription } from './subscription.entity.js';
+import type { PaymentMethod } from './payment-method.entity.js';
 
 /**
  * Each add-on (a resource billed by the time it existed, reported by its module: a database's size price) prorated
@@ -100,39 +97,25 @@ export async function renewOne(
   return 'renewed';
 }
 
-interface DueRow {
-  subscription_id: string;
-  organization_id: string;
-}
-
 /**
  * One batch of due renewals in one transaction: subscriptions whose period ended, claimed with their
  * organizations' rows under `FOR UPDATE SKIP LOCKED`, so that several processes (or overlapping sweeps) share the
  * work and never take the same subscription. Returns how many were claimed.
  */
 async function renewBatch(deps: AppDeps): Promise<number> {
-  const em = deps.db.orm.em.fork();
-  return em.transactional(async (tx) => {
+  const repository = repositoryOf(deps);
+  return repository.transaction(repository.fork(), async (tx) => {
     const now = deps.clock.now();
-    const rows = await tx.execute<DueRow[]>(
-      `select s.id as subscription_id, s.organization_id
-         from subscriptions s join organizations o on o.id = s.organization_id
-        where s.status <> 'canceled' and s.current_period_end <= ? and o.deleted_at is null
-        order by s.current_period_end
-        limit ?
-        for update of s, o skip locked`,
-      [now, RENEWAL_BATCH],
-    );
+    const rows = await repository.claimDueRenewals(tx, now, RENEWAL_BATCH);
     if (rows.length === 0) return 0;
     const orgIds = rows.map((r) => r.organization_id);
     const [subs, orgs, pms] = [
-      await tx.find(Subscription, { id: { $in: rows.map((r) => r.subscription_id) } }),
-      await tx.find(Organization, { id: { $in: orgIds } }),
-      await tx.find(
-        PaymentMethod,
-        { organization: { $in: orgIds }, isDefault: true },
-        { populate: ['processorRef'] },
+      await repository.subscriptionsByIds(
+        tx,
+        rows.map((r) => r.subscription_id),
       ),
+      await repository.organizationsByIds(tx, orgIds),
+      await repository.defaultPaymentMethodsOf(tx, orgIds),
     ];
     const orgById = new Map(orgs.map((o) => [o.id, o]));
     const pmByOrg = new Map(pms.map((p) => [p.organization.id, p]));
@@ -144,37 +127,21 @@ async function renewBatch(deps: AppDeps): Promise<number> {
   });
 }
 
-interface RetryRow {
-  invoice_id: string;
-  organization_id: string;
-}
-
 /** One batch of due charge retries (open invoices whose next attempt has come), claimed as renewals are. */
 async function retryBatch(deps: AppDeps): Promise<number> {
-  const em = deps.db.orm.em.fork();
-  return em.transactional(async (tx) => {
+  const repository = repositoryOf(deps);
+  return repository.transaction(repository.fork(), async (tx) => {
     const now = deps.clock.now();
-    const rows = await tx.execute<RetryRow[]>(
-      `select i.id as invoice_id, i.organization_id
-         from invoices i
-         join subscriptions s on s.id = i.subscription_id
-         join organizations o on o.id = i.organization_id
-        where i.status = 'open' and i.next_payment_attempt <= ? and o.deleted_at is null
-        order by i.next_payment_attempt
-        limit ?
-        for update of i, s, o skip locked`,
-      [now, RENEWAL_BATCH],
-    );
+    const rows = await repository.claimDueRetries(tx, now, RENEWAL_BATCH);
     if (rows.length === 0) return 0;
     const orgIds = [...new Set(rows.map((r) => r.organization_id))];
-    const invoices = await tx.find(Invoice, { id: { $in: rows.map((r) => r.invoice_id) } });
-    const subs = await tx.find(Subscription, { organization: { $in: orgIds } });
-    const orgs = await tx.find(Organization, { id: { $in: orgIds } });
-    const pms = await tx.find(
-      PaymentMethod,
-      { organization: { $in: orgIds }, isDefault: true },
-      { populate: ['processorRef'] },
+    const invoices = await repository.invoicesByIds(
+      tx,
+      rows.map((r) => r.invoice_id),
     );
+    const subs = await repository.subscriptionsOfOrganizations(tx, orgIds);
+    const orgs = await repository.organizationsByIds(tx, orgIds);
+    const pms = await repository.defaultPaymentMethodsOf(tx, orgIds);
     for (const invoice of invoices) {
       const org = orgs.find((o) => o.id === invoice.organization.id)!;
       const sub = subs.find((s) => s.organization.id === org.id)!;
@@ -205,17 +172,6 @@ export async function runDueBilling(deps: AppDeps): Promise<{ renewals: number; 
   return { renewals, retries };
 }
 
-/** When billing next has something due (a period end or a retry), or null. */
-export async function nextDueAt(em: Em): Promise<Date | null> {
-  const rows = await em.execute<{ due: Date | string | null }[]>(
-    `select least(
-        (select min(current_period_end) from subscriptions where status <> 'canceled'),
-        (select min(next_payment_attempt) from invoices where status = 'open')) as due`,
-  );
-  const due = rows[0]?.due;
-  return due ? new Date(due) : null;
-}
-
 /**
  * When the organization is deleted (in its transaction, organization row already locked): the subscription is
  * canceled at once and a final invoice charges what is unbilled: pending proration lines and each database's size
@@ -229,9 +185,10 @@ export async function cancelForDeletion(
   now: Date,
   deps: AppDeps,
 ): Promise<void> {
-  const locked = await lockSubscription(tx, organization.id);
+  const repository = repositoryOf(deps);
+  const locked = await repository.lockSubscription(tx, organization.id);
   const { sub } = locked;
-  const pm = await findDefaultPaymentMethod(tx, organization.id);
+  const pm = await repository.defaultPaymentMethod(tx, organization.id);
   if (sub.status !== 'canceled') {
     const current = { start: sub.currentPeriodStart, end: sub.currentPeriodEnd };
     const lines = [...sub.pendingItems, ...(await addOnLines(tx, deps, organization.id, current, now))];
@@ -249,5 +206,5 @@ export async function cancelForDeletion(
   if (setStatus(locked, 'canceled', now)) {
     await recordSubscriptionUpdated(tx, deps, locked, now, pm?.id ?? null);
   }
-  await tx.flush();
+  await repository.flush(tx);
 }

@@ -19,18 +19,18 @@ import type {
 import type { Invoice, InvoiceLine } from './invoice.entity.js';
 import {
   draftInvoice,
-  findDefaultPaymentMethod,
   issueInvoice,
   line,
-  lockSubscription,
   planPriceCents,
   recordSubscriptionUpdated,
+  repositoryOf,
   setStatus,
   type Locked,
 } from './invoicing.js';
 import { prorationFor } from './money.js';
-import { PaymentMethod } from './payment-method.entity.js';
-import { Subscription } from './subscription.entity.js';
+import type { PaymentMethod } from './payment-method.entity.js';
+import type { BillingRepository } from './billing.repository.js';
+import type { Subscription } from './subscription.entity.js';
 import { apiRequestsInPeriod } from './usage.service.js';
 
 const PREFIX_ALPHABET = '0123456789ABCDEFGHJKLMNPQRSTUVWXYZ';
@@ -52,21 +52,14 @@ export async function createSubscription(
   deps: AppDeps,
 ): Promise<void> {
   const start = wholeSecond(now);
-  tx.create(Subscription, {
+  repositoryOf(deps).createSubscription(tx, {
     id: newId('sub'),
-    createdAt: now,
-    updatedAt: now,
-    organization: organization.id,
-    status: 'active',
+    now,
+    organizationId: organization.id,
     currentPeriodStart: start,
     currentPeriodEnd: periodEndAfter(deps.config.billing.period, start, start),
     billingAnchor: start,
-    cancelAtPeriodEnd: false,
-    canceledAt: null,
     invoicePrefix: invoicePrefix(),
-    invoiceSeq: 0,
-    pendingItems: [],
-    creditBalance: 0,
   });
 }
 
@@ -121,7 +114,7 @@ export async function subscriptionUsage(
 
 async function subscriptionOutput(ctx: ActorContext, em: Em, locked: Locked): Promise<TSubscriptionOutput> {
   const now = ctx.deps.clock.now();
-  const pm = await findDefaultPaymentMethod(em, locked.org.id);
+  const pm = await repositoryOf(ctx.deps).defaultPaymentMethod(em, locked.org.id);
   return {
     success: true,
     subscription: toSubscriptionDto(locked.sub, locked.org, pm?.id ?? null),
@@ -130,11 +123,7 @@ async function subscriptionOutput(ctx: ActorContext, em: Em, locked: Locked): Pr
 }
 
 export async function getSubscription(ctx: ActorContext): Promise<TSubscriptionOutput> {
-  const sub = await ctx.em.findOneOrFail(
-    Subscription,
-    { organization: ctx.actor.organizationId },
-    { populate: ['organization'] },
-  );
+  const sub = await repositoryOf(ctx.deps).subscriptionOf(ctx.em, ctx.actor.organizationId);
   return subscriptionOutput(ctx, ctx.em, { sub, org: sub.organization });
 }
 
@@ -211,12 +200,9 @@ function changeLines(
 export async function previewChange(ctx: ActorContext, input: TPreviewInput): Promise<TInvoiceOutput> {
   const now = ctx.deps.clock.now();
   const behavior = input.proration_behavior ?? 'always_invoice';
-  const sub = await ctx.em.findOneOrFail(
-    Subscription,
-    { organization: ctx.actor.organizationId },
-    { populate: ['organization'] },
-  );
-  const locked = { sub, org: sub.organization as Organization };
+  const repository = repositoryOf(ctx.deps);
+  const sub = await repository.subscriptionOf(ctx.em, ctx.actor.organizationId);
+  const locked = { sub, org: sub.organization };
   // What the change would answer: a plan it would refuse is refused here too.
   if (changesPlan(locked, input.plan)) await assertPlanFits(ctx.em, ctx.deps, locked, input.plan, now);
   const { lines, period } = changeLines(locked, input.plan, behavior, now, ctx.deps);
@@ -226,7 +212,7 @@ export async function previewChange(ctx: ActorContext, input: TPreviewInput): Pr
     period,
     now,
   });
-  const pm = await findDefaultPaymentMethod(ctx.em, ctx.actor.organizationId);
+  const pm = await repository.defaultPaymentMethod(ctx.em, ctx.actor.organizationId);
   if (pm && view.total > 0) view.paymentMethod = { type: 'card', brand: pm.brand, last4: pm.last4 };
   return { success: true, invoice: toInvoiceDto(ctx.deps, view, now) };
 }
@@ -249,10 +235,11 @@ export async function updateSubscription(
   const behavior = input.proration_behavior ?? 'always_invoice';
   if (input.payment_method !== undefined && !isId('pm', input.payment_method))
     throw notFound('Payment method');
-  const result = await ctx.em.transactional(async (tx) => {
+  const repository = repositoryOf(ctx.deps);
+  const result = await repository.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
-    const locked = await lockSubscription(tx, orgId);
-    const payment = await switchDefaultPaymentMethod(tx, orgId, input.payment_method, now);
+    const locked = await repository.lockSubscription(tx, orgId);
+    const payment = await switchDefaultPaymentMethod(repository, tx, orgId, input.payment_method, now);
     if (
       input.cancel_at_period_end !== undefined &&
       locked.sub.status === 'canceled' &&
@@ -265,7 +252,7 @@ export async function updateSubscription(
     if (input.plan !== undefined && changesPlan(locked, input.plan)) {
       const change = await changePlan(tx, ctx.deps, locked, input.plan, behavior, payment.pm, now);
       if ('declined' in change) {
-        await restoreDefaultPaymentMethod(tx, payment);
+        await restoreDefaultPaymentMethod(repository, tx, payment);
         return change;
       }
       invoice = change.invoice;
@@ -296,35 +283,36 @@ interface PaymentSwitch {
 
 /** Makes `paymentMethodId` (one of the organization's) the default, when given and not the default already. */
 async function switchDefaultPaymentMethod(
+  repository: BillingRepository,
   tx: Em,
   orgId: string,
   paymentMethodId: string | undefined,
   now: Date,
 ): Promise<PaymentSwitch> {
-  const previousDefault = await findDefaultPaymentMethod(tx, orgId);
+  const previousDefault = await repository.defaultPaymentMethod(tx, orgId);
   if (paymentMethodId === undefined || paymentMethodId === previousDefault?.id) {
     return { previousDefault, pm: previousDefault, changed: false };
   }
-  const chosen = await tx.findOne(
-    PaymentMethod,
-    { id: paymentMethodId, organization: orgId },
-    { populate: ['processorRef'] },
-  );
+  const chosen = await repository.findPaymentMethod(tx, orgId, paymentMethodId);
   if (!chosen) throw notFound('Payment method');
   if (previousDefault) previousDefault.isDefault = false;
   // The old default's flag is written first: one default per organization at any moment.
-  await tx.flush();
+  await repository.flush(tx);
   chosen.isDefault = true;
   chosen.updatedAt = now;
   return { previousDefault, pm: chosen, changed: true };
 }
 
 /** After a declined charge: the previous default payment method stays the default. */
-async function restoreDefaultPaymentMethod(tx: Em, payment: PaymentSwitch): Promise<void> {
+async function restoreDefaultPaymentMethod(
+  repository: BillingRepository,
+  tx: Em,
+  payment: PaymentSwitch,
+): Promise<void> {
   const { pm, previousDefault } = payment;
   if (!pm || pm === previousDefault) return;
   pm.isDefault = false;
-  await tx.flush();
+  await repository.flush(tx);
   if (previousDefault) previousDefault.isDefault = true;
 }
 

@@ -1,13 +1,11 @@
-import type { Organization } from '../../access/organization.entity.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
 import { USAGE_METRICS, type UsageMetric, type UsagePeriod } from '../../kit/usage.js';
 import { iso } from '../../lib/time.js';
 import type { TUsageReportOutput } from './billing.schema.js';
-import { planPriceCents } from './invoicing.js';
+import { planPriceCents, repositoryOf } from './invoicing.js';
 import { toUnits } from './money.js';
 import { addOnLines } from './renewals.js';
-import { Subscription } from './subscription.entity.js';
 
 /** Every measure of the report from the modules' reporters; 0 for measures no installed module reports. */
 export async function collectUsage(
@@ -40,12 +38,8 @@ export async function apiRequestsInPeriod(
 
 export async function usageReport(ctx: ActorContext): Promise<TUsageReportOutput> {
   const now = ctx.deps.clock.now();
-  const sub = await ctx.em.findOneOrFail(
-    Subscription,
-    { organization: ctx.actor.organizationId },
-    { populate: ['organization'] },
-  );
-  const org = sub.organization as Organization;
+  const sub = await repositoryOf(ctx.deps).subscriptionOf(ctx.em, ctx.actor.organizationId);
+  const org = sub.organization;
   const period = { start: sub.currentPeriodStart, end: sub.currentPeriodEnd };
   const u = await collectUsage(ctx.em, ctx.deps, org.id, period, now);
   const canceled = sub.status === 'canceled';

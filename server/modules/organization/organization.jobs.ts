@@ -44,13 +44,11 @@ export interface PurgeJobData {
 export const organizationPurgeJob = defineJob<PurgeJobData>(
   'organization.purge',
   async (deps, data, job) => {
-    const em = deps.db.orm.em.fork();
+    const repository = deps.modules.organization.repository;
+    const em = repository.fork();
     const orgId = data.organization_id;
-    const [row] = await em.execute<{ deleted: boolean }[]>(
-      `select ("deleted_at" is not null) as deleted from "organizations" where "id" = ?`,
-      [orgId],
-    );
-    if (!row || !row.deleted) return;
+    // Gone (null) or not deleted (false): nothing to remove.
+    if (!(await repository.isDeleted(em, orgId))) return;
 
     const since = data.settle_since ?? Date.now();
     const waited = Date.now() - since;
@@ -99,11 +97,10 @@ async function requeue(deps: AppDeps, data: PurgeJobData, delayMs: number): Prom
 export const organizationPurgeResumer = {
   name: 'organization.purge-resumer',
   async start(deps: AppDeps): Promise<RunningWorker> {
-    const rows = await deps.db.orm.em
-      .fork()
-      .execute<{ id: string }[]>(`select "id" from "organizations" where "deleted_at" is not null`);
-    for (const { id } of rows) await deps.jobs.send(organizationPurgeJob, { organization_id: id });
-    if (rows.length > 0) deps.jobs.notify(organizationPurgeJob.name);
+    const repository = deps.modules.organization.repository;
+    const ids = await repository.deletedOrganizationIds(repository.fork());
+    for (const id of ids) await deps.jobs.send(organizationPurgeJob, { organization_id: id });
+    if (ids.length > 0) deps.jobs.notify(organizationPurgeJob.name);
     return { stop: async () => {} };
   },
 };

@@ -1,16 +1,28 @@
-import { defineModule } from '../../kit/module.js';
+import type { AppDeps } from '../../kit/deps.js';
+import { defineModule, type ModuleManifest } from '../../kit/module.js';
 import { Migration20261125000001_organization } from './migrations/Migration20261125000001_organization.js';
 import { organizationPurgeJob, organizationPurgeResumer } from './organization.jobs.js';
+import { MikroOrmOrganizationRepository, type OrganizationRepository } from './organization.repository.js';
 import { organizationRouter } from './organization.router.js';
+
+/** What organization keeps per process (`deps.modules.organization`). */
+export interface OrganizationRuntime {
+  /** Every read and write of the module (organization.repository.ts). */
+  readonly repository: OrganizationRepository;
+}
 
 /**
  * The organization itself (docs/organization.md, "The organization"): view, rename, ownership transfer, deletion. Its row and
  * users are the core's; this module owns the deletion mark's migration and the job that removes a deleted
  * organization's rows, as every module's manifest describes them (`organizationRows`).
  */
-export const organizationModule = defineModule({
+// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+export const organizationModule: ModuleManifest<'organization', OrganizationRuntime> = defineModule({
   name: 'organization',
   router: organizationRouter,
+  create: (deps: AppDeps): OrganizationRuntime => ({
+    repository: new MikroOrmOrganizationRepository(deps.db),
+  }),
   migrations: [{ name: 'Migration20261125000001_organization', class: Migration20261125000001_organization }],
   jobs: [organizationPurgeJob],
   workers: [organizationPurgeResumer],

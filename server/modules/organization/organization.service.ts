@@ -1,17 +1,15 @@
-import { LockMode } from '@mikro-orm/core';
-import { Organization } from '../../access/organization.entity.js';
+import type { Organization } from '../../access/organization.entity.js';
 import { initialPermissions } from '../../access/permissions.js';
 import { loadUserDetail } from '../../access/user.dto.js';
-import { User } from '../../access/user.entity.js';
 import { userUpdated } from '../../access/user.events.js';
 import type { Em } from '../../db/orm.js';
-import { recordEvent } from '../../events/record-event.js';
 import { conflict, forbidden, notFound, validation } from '../../lib/errors.js';
 import { isId } from '../../lib/ids.js';
-import type { ActorContext } from '../../kit/deps.js';
+import type { ActorContext, AppDeps } from '../../kit/deps.js';
 import { confirmPassword } from '../../kit/login-throttle.js';
 import { runOrganizationDeletedHooks } from '../../kit/organization-hooks.js';
 import { ORGANIZATION_DELETION_DEADLINE_MS, organizationPurgeJob } from './organization.jobs.js';
+import type { OrganizationRepository } from './organization.repository.js';
 import type {
   TDeleteOrganizationInput,
   TDeleteOrganizationOutput,
@@ -24,39 +22,45 @@ import type {
 
 const userNotFound = () => notFound('User');
 
+/** The module's data access (organization.repository.ts), as the module's `create` built it for this process. */
+export function repositoryOf(deps: AppDeps): OrganizationRepository {
+  return deps.modules.organization.repository;
+}
+
 /** The organization's view: its owner and how many users it has (invited, active, suspended; not deleted). */
-async function organizationView(em: Em, org: Organization): Promise<TOrganization> {
-  const rows = await em.execute<{ owner_id: string | null; users_count: number }[]>(
-    `select (select "id" from "users" where "organization_id" = ? and "role" = 'owner' and "deleted_at" is null
-              order by "created_at" limit 1) as owner_id,
-            (select count(*)::int from "users" where "organization_id" = ? and "deleted_at" is null) as users_count`,
-    [org.id, org.id],
-  );
+async function organizationView(
+  repository: OrganizationRepository,
+  em: Em,
+  org: Organization,
+): Promise<TOrganization> {
+  const people = await repository.people(em, org.id);
   return {
     id: org.id,
     name: org.name,
     plan: org.plan,
-    owner_id: rows[0]?.owner_id ?? '',
-    users_count: Number(rows[0]?.users_count ?? 0),
+    owner_id: people.ownerId ?? '',
+    users_count: people.usersCount,
     created_at: org.createdAt.toISOString(),
   };
 }
 
 /** The caller's organization (never a deleted one: its credentials are refused before this runs). */
-async function findOrganization(em: Em, id: string, lock = false): Promise<Organization> {
-  const org = await em.findOne(
-    Organization,
-    { id, deletedAt: null },
-    lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
-  );
+async function findOrganization(
+  repository: OrganizationRepository,
+  em: Em,
+  id: string,
+  lock = false,
+): Promise<Organization> {
+  const org = await repository.findOrganization(em, id, lock);
   if (!org) throw notFound('Organization');
   return org;
 }
 
 /** `GET /organization`: any user of it. */
 export async function getOrganization(ctx: ActorContext): Promise<TOrganizationOutput> {
-  const org = await findOrganization(ctx.em, ctx.actor.organizationId);
-  return { success: true, organization: await organizationView(ctx.em, org) };
+  const repository = repositoryOf(ctx.deps);
+  const org = await findOrganization(repository, ctx.em, ctx.actor.organizationId);
+  return { success: true, organization: await organizationView(repository, ctx.em, org) };
 }
 
 /** `PUT /organization {name}`: owner and admin. */
@@ -64,13 +68,14 @@ export async function updateOrganization(
   ctx: ActorContext,
   input: TUpdateOrganizationInput,
 ): Promise<TOrganizationOutput> {
-  const organization = await ctx.em.transactional(async (tx) => {
-    const org = await findOrganization(tx, ctx.actor.organizationId, true);
+  const repository = repositoryOf(ctx.deps);
+  const organization = await repository.transaction(ctx.em, async (tx) => {
+    const org = await findOrganization(repository, tx, ctx.actor.organizationId, true);
     if (org.name !== input.name) {
       org.name = input.name;
-      await tx.flush();
+      await repository.flush(tx);
     }
-    return organizationView(tx, org);
+    return organizationView(repository, tx, org);
   });
   return { success: true, organization };
 }
@@ -86,19 +91,15 @@ export async function transferOwnership(
 ): Promise<TTransferOwnershipOutput> {
   const { actor } = ctx;
   if (!isId('usr', input.user_id)) throw userNotFound();
-  const target = await ctx.em.findOne(User, {
-    id: input.user_id,
-    organization: actor.organizationId,
-    deletedAt: null,
-  });
+  const repository = repositoryOf(ctx.deps);
+  const target = await repository.findUser(ctx.em, actor.organizationId, input.user_id);
   if (!target) throw userNotFound();
   await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
-  const organization = await ctx.em.transactional(async (tx) => {
-    const org = await findOrganization(tx, actor.organizationId, true);
-    const lock = { lockMode: LockMode.PESSIMISTIC_WRITE } as const;
-    const owner = await tx.findOne(User, { id: actor.userId, organization: org.id, deletedAt: null }, lock);
-    const next = await tx.findOne(User, { id: input.user_id, organization: org.id, deletedAt: null }, lock);
+  const organization = await repository.transaction(ctx.em, async (tx) => {
+    const org = await findOrganization(repository, tx, actor.organizationId, true);
+    const owner = await repository.findUser(tx, org.id, actor.userId, true);
+    const next = await repository.findUser(tx, org.id, input.user_id, true);
     if (!next) throw userNotFound();
     // The caller's role was checked with the token; under the lock, make sure it is still theirs.
     if (!owner || owner.role !== 'owner') {
@@ -111,11 +112,11 @@ export async function transferOwnership(
     next.permissions = initialPermissions('owner');
     owner.role = 'admin';
     owner.permissions = initialPermissions('admin');
-    await tx.flush();
+    await repository.flush(tx);
     const registry = ctx.deps.registry.ownedResources;
-    recordEvent(tx, userUpdated, await loadUserDetail(tx, registry, next, now), org.id, now);
-    recordEvent(tx, userUpdated, await loadUserDetail(tx, registry, owner, now), org.id, now);
-    return organizationView(tx, org);
+    repository.recordEvent(tx, userUpdated, await loadUserDetail(tx, registry, next, now), org.id, now);
+    repository.recordEvent(tx, userUpdated, await loadUserDetail(tx, registry, owner, now), org.id, now);
+    return organizationView(repository, tx, org);
   });
   return {
     success: true,
@@ -136,21 +137,18 @@ export async function deleteOrganization(
   input: TDeleteOrganizationInput,
 ): Promise<TDeleteOrganizationOutput> {
   const { actor } = ctx;
-  const current = await findOrganization(ctx.em, actor.organizationId);
+  const repository = repositoryOf(ctx.deps);
+  const current = await findOrganization(repository, ctx.em, actor.organizationId);
   if (input.confirm !== current.name) {
     throw validation('confirm', 'Must be the organization’s exact name');
   }
   await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
-  await ctx.em.transactional(async (tx) => {
-    const org = await findOrganization(tx, actor.organizationId, true);
+  await repository.transaction(ctx.em, async (tx) => {
+    const org = await findOrganization(repository, tx, actor.organizationId, true);
     org.deletedAt = now;
-    await tx.flush();
-    await tx.execute(
-      `update "login_sessions" set "revoked_at" = ?
-        where "revoked_at" is null and "user_id" in (select "id" from "users" where "organization_id" = ?)`,
-      [now, org.id],
-    );
+    await repository.flush(tx);
+    await repository.revokeSessions(tx, org.id, now);
     await runOrganizationDeletedHooks(ctx.deps, tx, { id: org.id }, now);
     await ctx.deps.jobs.send(organizationPurgeJob, { organization_id: org.id }, { em: tx });
   });

@@ -1,12 +1,27 @@
-import { defineModule } from '../../kit/module.js';
+import type { AppDeps } from '../../kit/deps.js';
+import { defineModule, type ModuleManifest } from '../../kit/module.js';
 import { Migration20261121000010_users } from './migrations/Migration20261121000010_users.js';
 import { Migration20261127000010_users_email_per_organization } from './migrations/Migration20261127000010_users_email_per_organization.js';
 import { UserInvitation } from './user-invitation.entity.js';
+import {
+  MikroOrmUsersRepository,
+  revokeOrganizationInvitations,
+  USERS_TABLES,
+  type UsersRepository,
+} from './users.repository.js';
 import { usersRouter } from './users.router.js';
 
-export const usersModule = defineModule({
+/** What users keeps per process (`deps.modules.users`). */
+export interface UsersRuntime {
+  /** Every read and write of the module's tables (users.repository.ts). */
+  readonly repository: UsersRepository;
+}
+
+// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+export const usersModule: ModuleManifest<'users', UsersRuntime> = defineModule({
   name: 'users',
   router: usersRouter,
+  create: (deps: AppDeps): UsersRuntime => ({ repository: new MikroOrmUsersRepository(deps.db) }),
   entities: [UserInvitation],
   migrations: [
     { name: 'Migration20261121000010_users', class: Migration20261121000010_users },
@@ -16,13 +31,9 @@ export const usersModule = defineModule({
     },
   ],
   // A pending invitation of a deleted organization can no longer be accepted.
-  onOrganizationDeleted: async (tx, organization, now) => {
-    await tx.execute(
-      `update "user_invitations" set "revoked_at" = ? where "organization_id" = ? and "accepted_at" is null and "revoked_at" is null`,
-      [now, organization.id],
-    );
-  },
-  organizationRows: { remove: [{ table: 'user_invitations' }] },
+  onOrganizationDeleted: (tx, organization, now) => revokeOrganizationInvitations(tx, organization.id, now),
+  // Its table, named from the entity (users.repository.ts).
+  organizationRows: { remove: [{ table: USERS_TABLES.invitations }] },
   notOwnedByUser: {
     UserInvitation: 'the invitation of the user it names: revoked when that user is deleted',
   },

@@ -1,8 +1,6 @@
-import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { ListCountSpec } from '../../db/list-counts.js';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { pageFields, pageRequest } from '../../lib/pagination.js';
-import { revokeApiKeysOf, type Actor } from '../../access/actor.js';
-import { Organization } from '../../access/organization.entity.js';
+import type { Actor } from '../../access/actor.js';
 import {
   applyPermissionObject,
   effectivePermissions,
@@ -11,25 +9,16 @@ import {
   toPermissionObject,
   type Permission,
 } from '../../access/permissions.js';
-import { LoginSession } from '../../access/session.entity.js';
-import {
-  createUserEntity,
-  ROLES,
-  signInAccountOf,
-  User,
-  USER_STATUSES,
-  type Role,
-} from '../../access/user.entity.js';
+import type { Role, User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
-import { recordEvent } from '../../events/record-event.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { conflict, forbidden, invalidCredentials, notFound } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import { findPage } from '../../db/pagination.js';
 import { userCreated, userDeleted, userUpdated } from '../../access/user.events.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
-import { UserInvitation } from './user-invitation.entity.js';
+import type { UserInvitation } from './user-invitation.entity.js';
+import type { UsersRepository } from './users.repository.js';
 import {
   loadUserDetail,
   toUserDetailDto,
@@ -66,18 +55,25 @@ function isUniqueViolation(err: unknown): boolean {
   return false;
 }
 
+/** The module's data access (users.repository.ts), as the module's `create` built it for this process. */
+export function repositoryOf(deps: AppDeps): UsersRepository {
+  return deps.modules.users.repository;
+}
+
 /**
  * Loads a user the caller may see, or NOT_FOUND: users of the caller's organization that are not deleted; for a
  * caller without `users:read`, only themselves. `lock` takes a row lock (inside a transaction).
  */
-async function findVisibleUserOrThrow(em: Em, actor: Actor, id: string, lock = false): Promise<User> {
+async function findVisibleUserOrThrow(
+  repository: UsersRepository,
+  em: Em,
+  actor: Actor,
+  id: string,
+  lock = false,
+): Promise<User> {
   if (!isId('usr', id)) throw USER_NOT_FOUND();
   if (id !== actor.userId && !actor.permissions.has('users:read')) throw USER_NOT_FOUND();
-  const user = await em.findOne(
-    User,
-    { id, organization: actor.organizationId, deletedAt: null },
-    lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
-  );
+  const user = await repository.findUser(em, actor.organizationId, id, lock);
   if (!user) throw USER_NOT_FOUND();
   return user;
 }
@@ -116,29 +112,13 @@ function assertMayGiveRole(actor: Actor, from: Role, to: Role): void {
   }
 }
 
-async function revokeSessions(em: Em, userId: string, now: Date): Promise<void> {
-  await em.nativeUpdate(LoginSession, { user: userId, revokedAt: null }, { revokedAt: now });
-}
-
-/** The user list's maintained counts (migration 30, list_counts). */
-const USER_COUNTS: ListCountSpec = {
-  list: 'users',
-  scope: 'organization',
-  dims: [
-    { key: 'role', values: ROLES },
-    { key: 'status', values: USER_STATUSES },
-  ],
-};
-
 export async function listUsers(ctx: ActorContext, input: TListUsersInput) {
   const { actor } = ctx;
   const counted: Record<string, string> = { organization: actor.organizationId };
   if (input.role) counted.role = input.role;
   if (input.status) counted.status = input.status;
   const request = pageRequest(input);
-  const page = await findPage(ctx.em, User, { ...counted, deletedAt: null }, request, {
-    counted: { spec: USER_COUNTS, filter: counted },
-  });
+  const page = await repositoryOf(ctx.deps).listUsers(ctx.em, counted, request);
   return {
     success: true as const,
     users: page.items.map(toUserSummaryDto),
@@ -148,7 +128,7 @@ export async function listUsers(ctx: ActorContext, input: TListUsersInput) {
 
 export async function getUser(ctx: ActorContext, id: string) {
   const { actor } = ctx;
-  const user = await findVisibleUserOrThrow(ctx.em, actor, id);
+  const user = await findVisibleUserOrThrow(repositoryOf(ctx.deps), ctx.em, actor, id);
   return { success: true as const, user: await userDetail(ctx.deps, ctx.em, user, ctx.deps.clock.now()) };
 }
 
@@ -156,17 +136,20 @@ function invitationUrl(ctx: { deps: AppDeps }, token: string): string {
   return `${ctx.deps.config.publicBaseUrl}/accept-invitation?token=${encodeURIComponent(token)}`;
 }
 
-function newInvitation(em: Em, user: User, invitedBy: string, now: Date): string {
+function newInvitation(
+  repository: UsersRepository,
+  tx: Em,
+  user: User,
+  invitedBy: string,
+  now: Date,
+): string {
   const token = randomToken('uit_', 256);
-  em.create(UserInvitation, {
+  repository.createInvitation(tx, {
     id: newId('usr').replace(/^usr_/, 'uinv_'),
-    organization: user.organization,
     user,
     invitedById: invitedBy,
     tokenHash: sha256Hex(token),
     expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
-    acceptedAt: null,
-    revokedAt: null,
   });
   return token;
 }
@@ -178,18 +161,18 @@ export async function createUser(ctx: ActorContext, input: TCreateUserInput) {
   const permissions = initialPermissions(input.role, input.permissions);
   assertCanGrant(actor, [], permissions);
 
-  const { user, token, detail } = await ctx.em.transactional(async (em) => {
+  const repository = repositoryOf(ctx.deps);
+  const { user, token, detail } = await repository.transaction(ctx.em, async (em) => {
     // Only this organization's users are looked at: whether the address is known elsewhere is never told (the
     // answer is the same either way); accepting then says so to whoever holds the mailed token.
-    const here = { email: input.email, organization: actor.organizationId, deletedAt: null };
-    if ((await em.count(User, here)) > 0) {
+    if ((await repository.countWithEmail(em, actor.organizationId, input.email)) > 0) {
       throw conflict(
         'A user with this email already exists in this organization: find them with GET /v1/users',
       );
     }
-    const u = createUserEntity(em, {
+    const u = repository.createUser(em, {
       id: newId('usr'),
-      organization: em.getReference(Organization, actor.organizationId),
+      organizationId: actor.organizationId,
       email: input.email,
       name: input.name ?? input.email.split('@')[0]!,
       passwordHash: null,
@@ -197,9 +180,9 @@ export async function createUser(ctx: ActorContext, input: TCreateUserInput) {
       status: 'invited',
       permissions,
     });
-    const t = newInvitation(em, u, actor.userId, now);
+    const t = newInvitation(repository, em, u, actor.userId, now);
     const d = toUserDetailDto(u, { vpn_connections: 0, databases_created: 0, api_calls_30d: 0 });
-    recordEvent(em, userCreated, d, actor.organizationId, now);
+    repository.recordEvent(em, userCreated, d, actor.organizationId, now);
     return { user: u, token: t, detail: d };
   });
 
@@ -210,8 +193,9 @@ export async function createUser(ctx: ActorContext, input: TCreateUserInput) {
 
 /** After commit, outside any transaction: the user exists whether or not the mail goes out. */
 async function sendInvitation(ctx: ActorContext, actor: Actor, user: User, url: string): Promise<void> {
-  const org = await ctx.em.findOne(Organization, actor.organizationId);
-  const inviter = await ctx.em.findOne(User, actor.userId);
+  const repository = repositoryOf(ctx.deps);
+  const org = await repository.organizationById(ctx.em, actor.organizationId);
+  const inviter = await repository.userById(ctx.em, actor.userId);
   const orgName = org?.name ?? 'an organization';
   try {
     await ctx.deps.mail.send({
@@ -235,8 +219,9 @@ export async function updateUser(ctx: ActorContext, input: TUpdateUserInput) {
   const privileged =
     input.role !== undefined || input.permissions !== undefined || input.status !== undefined;
 
-  const user = await ctx.em.transactional(async (em) => {
-    const target = await findVisibleUserOrThrow(em, actor, input.id, true);
+  const repository = repositoryOf(ctx.deps);
+  const user = await repository.transaction(ctx.em, async (em) => {
+    const target = await findVisibleUserOrThrow(repository, em, actor, input.id, true);
     const self = target.id === actor.userId;
     if (self && privileged) {
       throw forbidden(
@@ -292,15 +277,21 @@ export async function updateUser(ctx: ActorContext, input: TUpdateUserInput) {
       }
       target.status = input.status;
       if (input.status === 'suspended') {
-        await revokeSessions(em, target.id, now);
-        await revokeApiKeysOf(em, target.id, now);
+        await repository.revokeSessions(em, target.id, now);
+        await repository.revokeApiKeys(em, target.id, now);
       }
       changed = true;
     }
 
     if (changed) {
-      await em.flush();
-      recordEvent(em, userUpdated, await userDetail(ctx.deps, em, target, now), actor.organizationId, now);
+      await repository.flush(em);
+      repository.recordEvent(
+        em,
+        userUpdated,
+        await userDetail(ctx.deps, em, target, now),
+        actor.organizationId,
+        now,
+      );
     }
     return target;
   });
@@ -310,8 +301,9 @@ export async function updateUser(ctx: ActorContext, input: TUpdateUserInput) {
 export async function deleteUser(ctx: ActorContext, id: string) {
   const { actor } = ctx;
   const now = ctx.deps.clock.now();
-  const removed = await ctx.em.transactional(async (em) => {
-    const target = await findVisibleUserOrThrow(em, actor, id, true);
+  const repository = repositoryOf(ctx.deps);
+  const removed = await repository.transaction(ctx.em, async (em) => {
+    const target = await findVisibleUserOrThrow(repository, em, actor, id, true);
     if (target.id === actor.userId) throw forbidden('You cannot delete yourself');
     assertMayManage(actor, target);
     await ctx.deps.registry.ownedResources.transfer(em, {
@@ -319,16 +311,12 @@ export async function deleteUser(ctx: ActorContext, id: string) {
       fromUserId: target.id,
       toUserId: actor.userId,
     });
-    await revokeSessions(em, target.id, now);
-    await revokeApiKeysOf(em, target.id, now);
-    await em.nativeUpdate(
-      UserInvitation,
-      { user: target.id, acceptedAt: null, revokedAt: null },
-      { revokedAt: now },
-    );
+    await repository.revokeSessions(em, target.id, now);
+    await repository.revokeApiKeys(em, target.id, now);
+    await repository.revokeInvitationsOf(em, target.id, now);
     const dto = toUserSummaryDto(target);
     target.deletedAt = now;
-    recordEvent(em, userDeleted, dto, actor.organizationId, now);
+    repository.recordEvent(em, userDeleted, dto, actor.organizationId, now);
     return dto;
   });
   return {
@@ -342,7 +330,7 @@ export async function deleteUser(ctx: ActorContext, id: string) {
 
 export async function getPermissions(ctx: ActorContext, id: string) {
   const { actor } = ctx;
-  const user = await findVisibleUserOrThrow(ctx.em, actor, id);
+  const user = await findVisibleUserOrThrow(repositoryOf(ctx.deps), ctx.em, actor, id);
   return {
     success: true as const,
     user_id: user.id,
@@ -353,8 +341,9 @@ export async function getPermissions(ctx: ActorContext, id: string) {
 export async function updatePermissions(ctx: ActorContext, input: TUpdatePermissionsInput) {
   const { actor } = ctx;
   const now = ctx.deps.clock.now();
-  const user = await ctx.em.transactional(async (em) => {
-    const target = await findVisibleUserOrThrow(em, actor, input.id, true);
+  const repository = repositoryOf(ctx.deps);
+  const user = await repository.transaction(ctx.em, async (em) => {
+    const target = await findVisibleUserOrThrow(repository, em, actor, input.id, true);
     if (target.id === actor.userId) throw forbidden('You cannot change your own permissions');
     assertMayManage(actor, target);
     const before = normalizePermissions(target.permissions);
@@ -362,8 +351,14 @@ export async function updatePermissions(ctx: ActorContext, input: TUpdatePermiss
     assertCanGrant(actor, before, after);
     if (after.join() !== before.join()) {
       target.permissions = after;
-      await em.flush();
-      recordEvent(em, userUpdated, await userDetail(ctx.deps, em, target, now), actor.organizationId, now);
+      await repository.flush(em);
+      repository.recordEvent(
+        em,
+        userUpdated,
+        await userDetail(ctx.deps, em, target, now),
+        actor.organizationId,
+        now,
+      );
     }
     return target;
   });
@@ -377,7 +372,8 @@ export async function updatePermissions(ctx: ActorContext, input: TUpdatePermiss
 export async function acceptInvitation(ctx: RequestContext, input: TAcceptInvitationInput) {
   const now = ctx.deps.clock.now();
   const tokenHash = sha256Hex(input.token);
-  const invitation = await ctx.em.findOne(UserInvitation, { tokenHash }, { populate: ['user'] });
+  const repository = repositoryOf(ctx.deps);
+  const invitation = await repository.findInvitation(ctx.em, tokenHash);
   const valid = (inv: UserInvitation | null): inv is UserInvitation =>
     !!inv &&
     !inv.acceptedAt &&
@@ -389,30 +385,18 @@ export async function acceptInvitation(ctx: RequestContext, input: TAcceptInvita
 
   // bcrypt runs before the transaction: never hold one open across it.
   const passwordHash = await ctx.deps.passwords.hash(input.password);
-  const activate = ctx.em.transactional(async (em) => {
+  const activate = repository.transaction(ctx.em, async (em) => {
     // One sign-in account per address (docs/users-and-permissions.md, "Invitations"): the invitation stays pending.
-    const elsewhere = await em.count(User, {
-      ...signInAccountOf(invitation.user.email),
-      id: { $ne: invitation.user.id },
-    });
+    const elsewhere = await repository.countSignInAccounts(em, invitation.user.email, invitation.user.id);
     if (elsewhere > 0) throw ACCOUNT_ELSEWHERE();
     // Claim the token atomically: of two concurrent uses exactly one wins.
-    const claimed = await em.nativeUpdate(
-      UserInvitation,
-      { id: invitation.id, acceptedAt: null, revokedAt: null, expiresAt: { $gt: now } },
-      { acceptedAt: now },
-    );
+    const claimed = await repository.claimInvitation(em, invitation.id, now);
     const activated =
-      claimed === 1 &&
-      (await em.nativeUpdate(
-        User,
-        { id: invitation.user.id, status: 'invited', deletedAt: null },
-        { passwordHash, status: 'active' },
-      )) === 1;
+      claimed === 1 && (await repository.activateInvitedUser(em, invitation.user.id, passwordHash)) === 1;
     if (!activated) throw INVALID_INVITATION();
-    const u = await em.findOneOrFail(User, invitation.user.id, { refresh: true });
+    const u = await repository.reloadUser(em, invitation.user.id);
     noteAuditActor({ type: 'user', id: u.id, email: u.email, organizationId: u.organization.id });
-    recordEvent(em, userUpdated, await userDetail(ctx.deps, em, u, now), u.organization.id, now);
+    repository.recordEvent(em, userUpdated, await userDetail(ctx.deps, em, u, now), u.organization.id, now);
     return u;
   });
   // Two invitations of one address accepted at the same moment: the unique index lets one through.
