@@ -141,12 +141,24 @@ export async function bench(ctx: BenchContext): Promise<void> {
     await c.query(
       `create table big as select g as id, md5(g::text) || repeat('x', 200) as body from generate_series(1, ${ROWS}) g`,
     );
+    // A table just written has its rows' hint bits still to set: the first read of it writes every page. VACUUM
+    // sets them (as autovacuum would soon), so that the dump through the API and pg_dump alone read the same table.
+    await c.query('vacuum analyze big');
     await c.end();
     const [size] = await admin<{ bytes: string }>('select pg_database_size($1)::bigint as bytes', [
       d.connection_info.database,
     ]);
     report.figure('  database size', Number(size!.bytes) / 1e6, 'MB');
 
+    const dumpArgs = [
+      '--format=custom',
+      '--compress=1',
+      '--file',
+      join(dir, 'alone.dump'),
+      d.connection_info.database,
+    ];
+    // pg_dump alone before and after the backup through the API (their mean): the same cache for both.
+    const dumpBefore = await timed('pg_dump', dumpArgs);
     t = performance.now();
     const posted = await call<{ backup: { id: string } }>('POST', `/v1/databases/${d.id}/backups`, {}, token);
     const backupId = posted.body.backup.id;
@@ -162,19 +174,29 @@ export async function bench(ctx: BenchContext): Promise<void> {
       return b?.status === 'completed';
     });
     const backupMs = performance.now() - t;
-    const dumpMs = await timed('pg_dump', [
-      '--format=custom',
-      '--compress=1',
-      '--file',
-      join(dir, 'alone.dump'),
-      d.connection_info.database,
-    ]);
+    const dumpMs = (dumpBefore + (await timed('pg_dump', dumpArgs))) / 2;
     report.figure('backup through the API (POST → completed)', backupMs, 'ms', {
       target: `≤ ${Math.round(1.2 * dumpMs)} ms (1.2 × pg_dump alone)`,
       met: backupMs <= 1.2 * dumpMs,
     });
     report.figure('  pg_dump alone', dumpMs, 'ms');
 
+    const scratch = `bench_restore_alone_${process.pid}`;
+    const restoreAlone = async () => {
+      await admin(`drop database if exists ${scratch} with (force)`);
+      await admin(`create database ${scratch}`);
+      const ms = await timed('pg_restore', [
+        '--no-owner',
+        '--no-acl',
+        '--dbname',
+        scratch,
+        join(dir, 'alone.dump'),
+      ]);
+      await admin(`drop database if exists ${scratch} with (force)`);
+      return ms;
+    };
+    // pg_restore alone before and after the restore through the API (their mean).
+    const restoreBefore = await restoreAlone();
     t = performance.now();
     const copy = await create({ name: `bench-restore-${Date.now().toString(36)}`, backup_id: backupId });
     await waitFor(async () => {
@@ -188,17 +210,7 @@ export async function bench(ctx: BenchContext): Promise<void> {
       return res.body.database.status === 'running';
     });
     const restoreMs = performance.now() - t;
-    const scratch = `bench_restore_alone_${process.pid}`;
-    await admin(`drop database if exists ${scratch}`);
-    await admin(`create database ${scratch}`);
-    const aloneMs = await timed('pg_restore', [
-      '--no-owner',
-      '--no-acl',
-      '--dbname',
-      scratch,
-      join(dir, 'alone.dump'),
-    ]);
-    await admin(`drop database if exists ${scratch} with (force)`);
+    const aloneMs = (restoreBefore + (await restoreAlone())) / 2;
     report.figure('restore through the API (create with backup_id → running)', restoreMs, 'ms', {
       target: `≤ ${Math.round(1.2 * aloneMs)} ms (1.2 × pg_restore alone)`,
       met: restoreMs <= 1.2 * aloneMs,
