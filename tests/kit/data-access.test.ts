@@ -14,7 +14,6 @@ const MODULES = resolve(ROOT, 'server/modules');
 const NOT_YET: readonly string[] = [
   'api-keys',
   'audit',
-  'auth',
   'billing',
   'organization',
   'users',
