@@ -149,7 +149,7 @@ export const auditFixtures: Record<string, AuditFixture> = {
   'auth.password.confirmReset': async ({ s, owner, clock }) => {
     const em = s.deps.db.orm.em.fork();
     const user = await em.findOneOrFail(User, owner.id);
-    const token = createPasswordResetToken(em, user, clock.now(), 60_000);
+    const token = createPasswordResetToken(s.deps, em, user, clock.now(), 60_000);
     await em.flush();
     return { input: { token, new_password: 'a-new-good-password' } };
   },

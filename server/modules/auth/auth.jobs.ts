@@ -8,7 +8,7 @@ export const purgeExpiredSessionsJob = defineJob(
   'auth.purge-expired-sessions',
   async (deps) => {
     const n = await purgeExpiredSessions(deps);
-    const c = await purgeLoginChallenges(deps.db.orm.em.fork(), deps.clock.now());
+    const c = await purgeLoginChallenges(deps, deps.clock.now());
     if (n > 0 || c > 0) deps.log.info({ purged: n, challenges: c }, 'purged expired login sessions');
   },
   { cron: '17 * * * *' },

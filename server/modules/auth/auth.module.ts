@@ -1,23 +1,35 @@
-import { defineModule } from '../../kit/module.js';
+import type { AppDeps } from '../../kit/deps.js';
+import { defineModule, type ModuleManifest } from '../../kit/module.js';
 import { purgeExpiredSessionsJob, sendPasswordResetJob } from './auth.jobs.js';
+import {
+  AUTH_ORGANIZATION_ROWS,
+  AUTH_TABLES,
+  MikroOrmAuthRepository,
+  type AuthRepository,
+} from './auth.repository.js';
 import { authRouter } from './auth.router.js';
 import { Migration20261124000010_two_factor } from './migrations/Migration20261124000010_two_factor.js';
 import { Migration20261126000010_account_security } from './migrations/Migration20261126000010_account_security.js';
 import { PasswordResetToken } from './password-reset.entity.js';
 import { LoginChallenge, RecoveryCode, TwoFactorCredential } from './two-factor.entity.js';
 
-/** Sign-in, tokens and sign-up, on the identity entities of the core (server/access). */
-/** The rows of an organization's users, in tables keyed by user (organizationRows). */
-const ORGANIZATION_USERS = `"user_id" in (select "id" from "users" where "organization_id" = ?)`;
+/** What auth keeps per process (`deps.modules.auth`). */
+export interface AuthRuntime {
+  /** Every read and write of the module (auth.repository.ts). */
+  readonly repository: AuthRepository;
+}
 
-export const authModule = defineModule({
+/** Sign-in, tokens and sign-up, on the identity entities of the core (server/access). */
+// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
   name: 'auth',
   router: authRouter,
+  create: (deps: AppDeps): AuthRuntime => ({ repository: new MikroOrmAuthRepository(deps.db) }),
   entities: [TwoFactorCredential, RecoveryCode, LoginChallenge, PasswordResetToken],
   // TOTP secrets, confirmed and pending (docs/security.md, "Encryption at rest").
   atRest: [
-    { table: 'two_factor_credentials', column: 'secret', key: 'twoFactor' },
-    { table: 'two_factor_credentials', column: 'pending_secret', key: 'twoFactor' },
+    { table: AUTH_TABLES.twoFactorCredentials, column: 'secret', key: 'twoFactor' },
+    { table: AUTH_TABLES.twoFactorCredentials, column: 'pending_secret', key: 'twoFactor' },
   ],
   migrations: [
     { name: 'Migration20261124000010_two_factor', class: Migration20261124000010_two_factor },
@@ -27,14 +39,8 @@ export const authModule = defineModule({
     },
   ],
   jobs: [purgeExpiredSessionsJob, sendPasswordResetJob],
-  organizationRows: {
-    remove: [
-      { table: 'login_challenges', where: ORGANIZATION_USERS },
-      { table: 'recovery_codes', where: ORGANIZATION_USERS },
-      { table: 'two_factor_credentials', where: ORGANIZATION_USERS },
-      { table: 'password_reset_tokens', where: ORGANIZATION_USERS },
-    ],
-  },
+  // Its tables, named from the entities (auth.repository.ts).
+  organizationRows: AUTH_ORGANIZATION_ROWS,
   notOwnedByUser: {
     TwoFactorCredential: 'the sign-in factor of the user it names, deleted with it',
     RecoveryCode: 'a sign-in factor of the user it names, deleted with it',

@@ -1,9 +1,6 @@
-import { Organization } from '../../access/organization.entity.js';
-import { LoginSession, RefreshToken } from '../../access/session.entity.js';
-import { createUserEntity, signInAccountOf, User } from '../../access/user.entity.js';
+import type { User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
-import { recordEvent } from '../../events/record-event.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import { AppError, conflict, forbidden, invalidCredentials } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
@@ -23,6 +20,7 @@ import {
   recordLoginFailure,
   tokenResponse,
 } from './login-completion.js';
+import { authRepositoryOf } from './auth.repository.js';
 import { openLoginChallenge } from './two-factor.service.js';
 import type {
   TLoginInput,
@@ -42,9 +40,7 @@ export async function login(ctx: RequestContext, input: TLoginInput): Promise<TL
   await assertNotThrottled(ctx, key);
 
   // The address's sign-in account: its invitations pending in other organizations are not accounts.
-  const user = await ctx.em.findOne(User, signInAccountOf(email), {
-    populate: ['passwordHash', 'organization'],
-  });
+  const user = await authRepositoryOf(ctx.deps).findSignInAccount(ctx.em, email, { withPasswordHash: true });
   // bcrypt runs outside any transaction, and also for unknown emails so that timing does not tell them apart.
   const ok = user?.passwordHash
     ? await ctx.deps.passwords.compare(input.password, user.passwordHash)
@@ -66,21 +62,17 @@ export async function refresh(ctx: RequestContext, input: TRefreshInput): Promis
   if (!input.refresh_token.startsWith('rt_')) throw INVALID_REFRESH();
   const now = ctx.deps.clock.now();
   const hash = sha256Hex(input.refresh_token);
-  const result = await ctx.em.transactional(async (em) => {
-    const token = await em.findOne(
-      RefreshToken,
-      { tokenHash: hash },
-      { populate: ['session.user.organization'] },
-    );
+  const repository = authRepositoryOf(ctx.deps);
+  const result = await repository.transaction(ctx.em, async (em) => {
+    const token = await repository.findRefreshToken(em, hash);
     if (!token) return { error: INVALID_REFRESH() };
     const session = token.session;
     const user = session.user;
     noteAuditActor(auditActor(user));
     // Claim the token atomically: of two concurrent uses, exactly one wins; the other is a reuse.
-    const claimed = await em.nativeUpdate(RefreshToken, { id: token.id, usedAt: null }, { usedAt: now });
-    if (claimed === 0) {
+    if (!(await repository.claimRefreshToken(em, token.id, now))) {
       // Reuse of a rotated token: someone else holds this session's chain. Revoke all of it.
-      await em.nativeUpdate(LoginSession, { id: session.id, revokedAt: null }, { revokedAt: now });
+      await repository.revokeSessionChain(em, session.id, now);
       return { error: INVALID_REFRESH() };
     }
     if (
@@ -110,7 +102,7 @@ export async function refresh(ctx: RequestContext, input: TRefreshInput): Promis
 
 export async function logout(ctx: ActorContext): Promise<{ success: true; message: string }> {
   const now = ctx.deps.clock.now();
-  await ctx.em.nativeUpdate(LoginSession, { id: ctx.actor.sessionId }, { revokedAt: now });
+  await authRepositoryOf(ctx.deps).signOutSession(ctx.em, ctx.actor.sessionId, now);
   return { success: true, message: 'Logged out: this access token and its refresh token are revoked' };
 }
 
@@ -128,18 +120,18 @@ export async function createOrganizationWithOwner(
   const email = input.email.toLowerCase();
   const passwordHash = await deps.passwords.hash(input.password);
   const now = deps.clock.now();
-  return em.transactional(async (tx) => {
+  const repository = authRepositoryOf(deps);
+  return repository.transaction(em, async (tx) => {
     // A pending invitation elsewhere does not reserve the address; a sign-in account does (one per address).
-    const existing = await tx.count(User, signInAccountOf(email));
-    if (existing > 0)
+    if (await repository.signInAccountExists(tx, email))
       throw conflict('A user with this email already exists: log in with POST /v1/auth/login instead');
-    const org = tx.create(Organization, {
+    const org = repository.createOrganization(tx, {
       id: newId('org'),
       name: input.organizationName,
       plan: DEFAULT_PLAN,
     });
     await runOrganizationCreatedHooks(deps, tx, org, now);
-    const user = createUserEntity(tx, {
+    const user = repository.createUser(tx, {
       id: newId('usr'),
       organization: org,
       email,
@@ -150,7 +142,7 @@ export async function createOrganizationWithOwner(
       permissions: [],
     });
     noteAuditActor(auditActor(user));
-    recordEvent(
+    repository.recordEvent(
       tx,
       userCreated,
       toUserDetailDto(user, { vpn_connections: 0, databases_created: 0, api_calls_30d: 0 }),
@@ -170,8 +162,9 @@ export async function register(ctx: RequestContext, input: TRegisterInput): Prom
     organizationName: input.organization_name,
   });
   const now = ctx.deps.clock.now();
-  const tokens = await ctx.em.transactional(async (em) => {
-    const u = await em.findOneOrFail(User, user.id, { populate: ['organization'] });
+  const repository = authRepositoryOf(ctx.deps);
+  const tokens = await repository.transaction(ctx.em, async (em) => {
+    const u = await repository.userWithOrganization(em, user.id);
     u.lastLogin = now;
     return issueSession({ ...ctx, em }, u);
   });
@@ -182,8 +175,9 @@ export async function register(ctx: RequestContext, input: TRegisterInput): Prom
 export async function bootstrapOwner(deps: AppDeps): Promise<void> {
   const owner = deps.config.owner;
   if (!owner) return;
-  const em = deps.db.orm.em.fork();
-  if ((await em.count(User, signInAccountOf(owner.email))) > 0) return;
+  const repository = authRepositoryOf(deps);
+  const em = repository.fork();
+  if (await repository.signInAccountExists(em, owner.email)) return;
   try {
     await createOrganizationWithOwner(deps, em, owner);
     deps.log.info({ email: owner.email }, 'created owner account from OWNER_EMAIL');
@@ -196,9 +190,6 @@ export async function bootstrapOwner(deps: AppDeps): Promise<void> {
 
 /** Deletes login sessions that expired or were revoked more than a day ago (a recurring job). */
 export async function purgeExpiredSessions(deps: AppDeps): Promise<number> {
-  const em = deps.db.orm.em.fork();
   const cutoff = new Date(deps.clock.now().getTime() - 86_400_000);
-  return em.nativeDelete(LoginSession, {
-    $or: [{ expiresAt: { $lt: cutoff } }, { revokedAt: { $lt: cutoff } }],
-  });
+  return authRepositoryOf(deps).purgeSessions(cutoff);
 }

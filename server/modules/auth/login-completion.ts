@@ -1,16 +1,14 @@
-import { LockMode } from '@mikro-orm/core';
-import { Organization } from '../../access/organization.entity.js';
-import { LoginSession, RefreshToken } from '../../access/session.entity.js';
+import type { LoginSession } from '../../access/session.entity.js';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS } from '../../access/tokens.js';
 import { toUserSummaryDto } from '../../access/user.dto.js';
 import type { User } from '../../access/user.entity.js';
 import { userLogin } from '../../access/user.events.js';
 import { noteAuditActor, writeAuditEntry, type AuditActor } from '../../events/audit.js';
-import { recordEvent } from '../../events/record-event.js';
 import type { RequestContext } from '../../kit/deps.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { invalidCredentials } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import { authRepositoryOf } from './auth.repository.js';
 import type { TLoginOutput } from './auth.schema.js';
 
 /**
@@ -54,16 +52,13 @@ export function sessionExpiry(ctx: RequestContext, createdAt: Date, now: Date): 
 export function issueSession(ctx: RequestContext, user: User): { access: string; refresh: string } {
   const now = ctx.deps.clock.now();
   const expiresAt = sessionExpiry(ctx, now, now);
-  const session = ctx.em.create(LoginSession, {
+  const session = authRepositoryOf(ctx.deps).createSession(ctx.em, {
     id: newId('ses'),
-    createdAt: now,
-    updatedAt: now,
+    now,
     user,
     expiresAt,
-    revokedAt: null,
     ip: ctx.ip,
     userAgent: ctx.userAgent ?? null,
-    lastUsedAt: now,
   });
   const refresh = newRefreshToken(ctx, session, now, expiresAt);
   const access = ctx.deps.tokens.sign(
@@ -81,14 +76,12 @@ export function newRefreshToken(
   expiresAt: Date,
 ): string {
   const value = randomToken('rt_', 256);
-  ctx.em.create(RefreshToken, {
+  authRepositoryOf(ctx.deps).createRefreshToken(ctx.em, {
     id: newId('ses').replace(/^ses_/, 'rtk_'),
-    createdAt: now,
-    updatedAt: now,
+    now,
     session,
     tokenHash: sha256Hex(value),
     expiresAt,
-    usedAt: null,
   });
   return value;
 }
@@ -111,17 +104,15 @@ export async function completeLogin(
 ): Promise<TLoginOutput> {
   const now = ctx.deps.clock.now();
   noteAuditActor(auditActor(user));
-  const tokens = await ctx.em.transactional(async (em) => {
+  const repository = authRepositoryOf(ctx.deps);
+  const tokens = await repository.transaction(ctx.em, async (em) => {
     // A challenge opened before the organization was deleted completes nothing after it.
-    const org = await em.findOne(Organization, user.organization.id, {
-      lockMode: LockMode.PESSIMISTIC_READ,
-      refresh: true,
-    });
+    const org = await repository.lockOrganizationShared(em, user.organization.id);
     if (!org || org.deletedAt) throw INVALID_LOGIN();
-    await em.execute('delete from login_throttles where key = ?', [throttle]);
+    await repository.clearThrottle(em, throttle);
     user.lastLogin = now;
     const t = issueSession({ ...ctx, em }, user);
-    recordEvent(em, userLogin, toUserSummaryDto(user), user.organization.id, now);
+    repository.recordEvent(em, userLogin, toUserSummaryDto(user), user.organization.id, now);
     return t;
   });
   return { ...tokenResponse(tokens), user: toUserSummaryDto(user) };

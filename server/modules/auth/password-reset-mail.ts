@@ -1,46 +1,48 @@
-import { User } from '../../access/user.entity.js';
+import type { User } from '../../access/user.entity.js';
 import type { Em } from '../../db/orm.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
-import { PasswordResetToken } from './password-reset.entity.js';
+import { authRepositoryOf } from './auth.repository.js';
 
 /** A user asks at most one reset mail per this interval; asking again sooner sends nothing (no mail bombing). */
 export const RESET_MAIL_INTERVAL_MS = 60_000;
 
 /** A new reset token of `user`, stored as its SHA-256; the raw value is returned once (for the mail). */
-export function createPasswordResetToken(em: Em, user: User, now: Date, ttlMs: number): string {
+export function createPasswordResetToken(
+  deps: AppDeps,
+  em: Em,
+  user: User,
+  now: Date,
+  ttlMs: number,
+): string {
   const token = randomToken('pwr_', 256);
-  em.create(PasswordResetToken, {
+  authRepositoryOf(deps).createPasswordResetToken(em, {
     id: newId('pwr'),
-    createdAt: now,
-    updatedAt: now,
+    now,
     user,
     tokenHash: sha256Hex(token),
     expiresAt: new Date(now.getTime() + ttlMs),
-    usedAt: null,
   });
   return token;
 }
 
 /** The job behind a reset request: an active account with a password gets a token and the mail. */
 export async function sendPasswordReset(deps: AppDeps, email: string): Promise<void> {
-  const em = deps.db.orm.em.fork();
+  const repository = authRepositoryOf(deps);
+  const em = repository.fork();
   const now = deps.clock.now();
-  const user = await em.findOne(
-    User,
-    { email, deletedAt: null, status: 'active' },
-    { populate: ['organization', 'passwordHash'] },
-  );
+  const user = await repository.findResetRecipient(em, email);
   if (!user?.passwordHash || user.organization.deletedAt) return;
-  const recent = await em.count(PasswordResetToken, {
-    user: user.id,
-    createdAt: { $gt: new Date(now.getTime() - RESET_MAIL_INTERVAL_MS) },
-  });
+  const recent = await repository.countResetTokensSince(
+    em,
+    user.id,
+    new Date(now.getTime() - RESET_MAIL_INTERVAL_MS),
+  );
   if (recent > 0) return;
   const ttlMs = deps.config.passwordResetTtlMs;
-  const token = createPasswordResetToken(em, user, now, ttlMs);
-  await em.flush();
+  const token = createPasswordResetToken(deps, em, user, now, ttlMs);
+  await repository.flush(em);
   const link = `${deps.config.publicBaseUrl}/reset-password?token=${encodeURIComponent(token)}`;
   await deps.mail.send({
     kind: 'password_reset',

@@ -1,10 +1,8 @@
-import { LockMode } from '@mikro-orm/core';
 import { loadUserDetail } from '../../access/user.dto.js';
-import { signInAccountOf, User } from '../../access/user.entity.js';
+import type { User } from '../../access/user.entity.js';
 import { userUpdated } from '../../access/user.events.js';
 import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
-import { recordEvent } from '../../events/record-event.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import { invalidCredentials } from '../../lib/errors.js';
@@ -15,9 +13,8 @@ import type {
 } from './auth.schema.js';
 import { sendPasswordResetJob } from './auth.jobs.js';
 import { confirmPassword } from '../../kit/login-throttle.js';
+import { authRepositoryOf } from './auth.repository.js';
 import { auditActor } from './login-completion.js';
-import { PasswordResetToken } from './password-reset.entity.js';
-import { revokeSessionsOf } from './sessions.service.js';
 
 const RESET_REQUESTED =
   'If an account has this address, a link to choose a new password has been sent to it.';
@@ -28,12 +25,7 @@ const invalidResetToken = () =>
 
 async function emitUserUpdated(deps: AppDeps, em: Em, user: User, now: Date): Promise<void> {
   const detail = await loadUserDetail(em, deps.registry.ownedResources, user, now);
-  recordEvent(em, userUpdated, detail, user.organization.id, now);
-}
-
-/** Voids the user's unused reset tokens: a new password makes older links useless. */
-async function voidResetTokens(em: Em, userId: string, now: Date): Promise<void> {
-  await em.nativeUpdate(PasswordResetToken, { user: userId, usedAt: null }, { usedAt: now, updatedAt: now });
+  authRepositoryOf(deps).recordEvent(em, userUpdated, detail, user.organization.id, now);
 }
 
 /**
@@ -46,16 +38,14 @@ export async function changePassword(ctx: ActorContext, input: TChangePasswordIn
   await confirmPassword(ctx, input.current_password);
   const passwordHash = await ctx.deps.passwords.hash(input.new_password);
   const now = ctx.deps.clock.now();
-  const revoked = await ctx.em.transactional(async (em) => {
-    const user = await em.findOneOrFail(
-      User,
-      { id: actor.userId },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['organization', 'passwordHash'] },
-    );
+  const repository = authRepositoryOf(ctx.deps);
+  const revoked = await repository.transaction(ctx.em, async (em) => {
+    const user = await repository.lockUser(em, actor.userId, { withPasswordHash: true });
     user.passwordHash = passwordHash;
     user.updatedAt = now;
-    await voidResetTokens(em, user.id, now);
-    const n = await revokeSessionsOf(em, user.id, actor.sessionId, now);
+    // A new password makes older reset links useless.
+    await repository.voidResetTokens(em, user.id, now);
+    const n = await repository.revokeSessionsOf(em, user.id, actor.sessionId, now);
     await emitUserUpdated(ctx.deps, em, user, now);
     return n;
   });
@@ -74,10 +64,11 @@ export async function changePassword(ctx: ActorContext, input: TChangePasswordIn
 export async function requestPasswordReset(ctx: RequestContext, input: TRequestPasswordResetInput) {
   const email = input.email.toLowerCase();
   // The address's sign-in account only: an invitation pending in some organization is not one.
-  const user = await ctx.em.findOne(User, signInAccountOf(email), { populate: ['organization'] });
+  const repository = authRepositoryOf(ctx.deps);
+  const user = await repository.findSignInAccount(ctx.em, email);
   // In the audit log of the account asked for; an unknown address is recorded nowhere (as failed logins).
   if (user && !user.organization.deletedAt) noteAuditActor(auditActor(user));
-  await ctx.em.transactional(async (tx) => {
+  await repository.transaction(ctx.em, async (tx) => {
     await ctx.deps.jobs.send(sendPasswordResetJob, { email }, { em: tx });
   });
   return { success: true as const, message: RESET_REQUESTED };
@@ -91,28 +82,20 @@ export async function confirmPasswordReset(ctx: RequestContext, input: TConfirmP
   if (!input.token.startsWith('pwr_')) throw invalidResetToken();
   const hash = sha256Hex(input.token);
   const now = ctx.deps.clock.now();
-  const found = await ctx.em.findOne(PasswordResetToken, { tokenHash: hash }, { populate: ['user'] });
+  const repository = authRepositoryOf(ctx.deps);
+  const found = await repository.findPasswordResetToken(ctx.em, hash);
   if (!found || found.usedAt || found.expiresAt <= now) throw invalidResetToken();
   // bcrypt outside any transaction; the token is claimed below, so two uses cannot both pass.
   const passwordHash = await ctx.deps.passwords.hash(input.new_password);
-  await ctx.em.transactional(async (em) => {
-    const claimed = await em.nativeUpdate(
-      PasswordResetToken,
-      { id: found.id, usedAt: null, expiresAt: { $gt: now } },
-      { usedAt: now, updatedAt: now },
-    );
-    if (claimed === 0) throw invalidResetToken();
-    const user = await em.findOneOrFail(
-      User,
-      { id: found.user.id },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['organization', 'passwordHash'] },
-    );
+  await repository.transaction(ctx.em, async (em) => {
+    if (!(await repository.claimPasswordResetToken(em, found.id, now))) throw invalidResetToken();
+    const user = await repository.lockUser(em, found.user.id, { withPasswordHash: true });
     if (user.deletedAt || user.status !== 'active' || user.organization.deletedAt) throw invalidResetToken();
     noteAuditActor(auditActor(user));
     user.passwordHash = passwordHash;
     user.updatedAt = now;
-    await voidResetTokens(em, user.id, now);
-    await revokeSessionsOf(em, user.id, null, now);
+    await repository.voidResetTokens(em, user.id, now);
+    await repository.revokeSessionsOf(em, user.id, null, now);
     await emitUserUpdated(ctx.deps, em, user, now);
   });
   return {

@@ -1,28 +1,14 @@
-import { LoginSession } from '../../access/session.entity.js';
-import type { Em } from '../../db/orm.js';
+import type { LoginSession } from '../../access/session.entity.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { notFound } from '../../lib/errors.js';
 import { isId } from '../../lib/ids.js';
+import { authRepositoryOf } from './auth.repository.js';
 import type { TLoginSession, TRevokeAllSessionsInput } from './auth.schema.js';
 
 /**
  * The caller's login sessions (docs/accounts-and-sessions.md, "Accounts and sessions"). Revoking a session makes its access and refresh
  * tokens fail from the next call on (the access check reads the session with the user, server/access/actor.ts).
  */
-
-/** Revokes the user's live sessions but `keep` (none when null); how many were revoked. */
-export async function revokeSessionsOf(
-  em: Em,
-  userId: string,
-  keep: string | null,
-  now: Date,
-): Promise<number> {
-  return em.nativeUpdate(
-    LoginSession,
-    { user: userId, revokedAt: null, expiresAt: { $gt: now }, ...(keep ? { id: { $ne: keep } } : {}) },
-    { revokedAt: now, updatedAt: now },
-  );
-}
 
 function toSessionDto(s: LoginSession, currentId: string): TLoginSession {
   return {
@@ -39,11 +25,7 @@ function toSessionDto(s: LoginSession, currentId: string): TLoginSession {
 /** `GET /auth/sessions`: the caller's live sessions, newest first. */
 export async function listSessions(ctx: ActorContext) {
   const now = ctx.deps.clock.now();
-  const rows = await ctx.em.find(
-    LoginSession,
-    { user: ctx.actor.userId, revokedAt: null, expiresAt: { $gt: now } },
-    { orderBy: { createdAt: 'desc', id: 'desc' } },
-  );
+  const rows = await authRepositoryOf(ctx.deps).liveSessions(ctx.em, ctx.actor.userId, now);
   return {
     success: true as const,
     sessions: rows.map((s) => toSessionDto(s, ctx.actor.sessionId)),
@@ -55,12 +37,8 @@ export async function listSessions(ctx: ActorContext) {
 export async function revokeSession(ctx: ActorContext, id: string) {
   if (!isId('ses', id)) throw notFound('Login session');
   const now = ctx.deps.clock.now();
-  const n = await ctx.em.nativeUpdate(
-    LoginSession,
-    { id, user: ctx.actor.userId, revokedAt: null, expiresAt: { $gt: now } },
-    { revokedAt: now, updatedAt: now },
-  );
-  if (n === 0) throw notFound('Login session');
+  const revoked = await authRepositoryOf(ctx.deps).revokeLiveSession(ctx.em, ctx.actor.userId, id, now);
+  if (!revoked) throw notFound('Login session');
   return { success: true as const, message: 'The session is signed out', id };
 }
 
@@ -68,7 +46,7 @@ export async function revokeSession(ctx: ActorContext, id: string) {
 export async function revokeAllSessions(ctx: ActorContext, input: TRevokeAllSessionsInput) {
   const now = ctx.deps.clock.now();
   const keep = input.keep_current ? ctx.actor.sessionId : null;
-  const revoked = await revokeSessionsOf(ctx.em, ctx.actor.userId, keep, now);
+  const revoked = await authRepositoryOf(ctx.deps).revokeSessionsOf(ctx.em, ctx.actor.userId, keep, now);
   return {
     success: true as const,
     message: input.keep_current

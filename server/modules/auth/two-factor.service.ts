@@ -1,18 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { LockMode } from '@mikro-orm/core';
 import { Secret, TOTP } from 'otpauth';
 import QRCode from 'qrcode';
 import { loadUserDetail } from '../../access/user.dto.js';
-import { User } from '../../access/user.entity.js';
+import type { User } from '../../access/user.entity.js';
 import { userUpdated } from '../../access/user.events.js';
 import type { Em } from '../../db/orm.js';
 import { noteAuditActor } from '../../events/audit.js';
-import { recordEvent } from '../../events/record-event.js';
-import type { ActorContext, RequestContext } from '../../kit/deps.js';
+import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
 import { decryptSecret, encryptSecret, randomToken, sha256Hex } from '../../lib/crypto.js';
 import { conflict, invalidCredentials, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { assertNotThrottled, confirmPassword, recordFailure, throttleKey } from '../../kit/login-throttle.js';
+import { authRepositoryOf, type AuthRepository } from './auth.repository.js';
 import { auditActor, completeLogin, recordLoginFailure } from './login-completion.js';
 import type {
   TLoginOutput,
@@ -22,8 +21,7 @@ import type {
   TTwoFactorSetupOutput,
   TTwoFactorVerifyInput,
 } from './auth.schema.js';
-import { revokeSessionsOf } from './sessions.service.js';
-import { LoginChallenge, RecoveryCode, TwoFactorCredential } from './two-factor.entity.js';
+import type { TwoFactorCredential } from './two-factor.entity.js';
 
 /** TOTP of RFC 6238 as authenticator apps read it: SHA-1, 6 digits, 30-second steps. */
 const PERIOD_SECONDS = 30;
@@ -73,37 +71,32 @@ function newRecoveryCode(): string {
 
 const normalizeRecoveryCode = (code: string) => code.trim().toLowerCase();
 
-async function credentialOf(em: Em, userId: string, lock = false): Promise<TwoFactorCredential | null> {
-  return em.findOne(
-    TwoFactorCredential,
-    { user: userId },
-    { populate: ['secret', 'pendingSecret'], ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) },
-  );
-}
-
 /**
  * Accepts `code` for the credential only if its step is later than the last accepted one, recording it: a code is
  * good once, and two concurrent uses of one code cannot both pass (the update is conditional).
  */
-async function consumeCode(em: Em, cred: TwoFactorCredential, secret: string, code: string, now: Date) {
+async function consumeCode(
+  repository: AuthRepository,
+  em: Em,
+  cred: TwoFactorCredential,
+  secret: string,
+  code: string,
+  now: Date,
+) {
   const step = acceptedStep(secret, code, now);
   if (step === null) return false;
-  const claimed = await em.nativeUpdate(
-    TwoFactorCredential,
-    { id: cred.id, $or: [{ lastStep: null }, { lastStep: { $lt: step } }] },
-    { lastStep: step, updatedAt: now },
-  );
-  return claimed === 1;
+  return repository.claimStep(em, cred.id, step, now);
 }
 
 /** Marks one unused recovery code of the user as used; false when there is none matching. */
-async function consumeRecoveryCode(em: Em, userId: string, code: string, now: Date): Promise<boolean> {
-  const used = await em.nativeUpdate(
-    RecoveryCode,
-    { user: userId, codeHash: sha256Hex(normalizeRecoveryCode(code)), usedAt: null },
-    { usedAt: now, updatedAt: now },
-  );
-  return used === 1;
+function consumeRecoveryCode(
+  repository: AuthRepository,
+  em: Em,
+  userId: string,
+  code: string,
+  now: Date,
+): Promise<boolean> {
+  return repository.useRecoveryCode(em, userId, sha256Hex(normalizeRecoveryCode(code)), now);
 }
 
 /** Either a code or a recovery code, not both and not neither. */
@@ -121,7 +114,7 @@ function oneFactor(input: { code?: string | undefined; recovery_code?: string | 
 
 async function emitUserUpdated(ctx: ActorContext, em: Em, user: User, now: Date): Promise<void> {
   const detail = await loadUserDetail(em, ctx.deps.registry.ownedResources, user, now);
-  recordEvent(em, userUpdated, detail, user.organization.id, now);
+  authRepositoryOf(ctx.deps).recordEvent(em, userUpdated, detail, user.organization.id, now);
 }
 
 /** `POST /auth/2fa/setup`: a new secret to enrol, pending until `enable` confirms a code of it. */
@@ -130,23 +123,15 @@ export async function setup(ctx: ActorContext): Promise<TTwoFactorSetupOutput> {
   if (actor.user.twoFactorEnabled) throw conflict('Two-factor sign-in is already enabled; disable it first');
   const secret = new Secret({ size: 20 }).base32;
   const now = ctx.deps.clock.now();
-  await ctx.em.transactional(async (em) => {
-    const cred = await credentialOf(em, actor.userId, true);
+  const repository = authRepositoryOf(ctx.deps);
+  await repository.transaction(ctx.em, async (em) => {
+    const cred = await repository.credentialOf(em, actor.userId, true);
     const pendingSecret = encryptSecret(ctx.deps.keys.twoFactor, secret);
     if (cred) {
       cred.pendingSecret = pendingSecret;
       cred.updatedAt = now;
     } else {
-      em.create(TwoFactorCredential, {
-        id: newId('tfa'),
-        createdAt: now,
-        updatedAt: now,
-        user: em.getReference(User, actor.userId),
-        secret: null,
-        pendingSecret,
-        lastStep: null,
-        enabledAt: null,
-      });
+      repository.createCredential(em, { id: newId('tfa'), now, userId: actor.userId, pendingSecret });
     }
   });
   const otpauthUrl = totp(secret, actor.email).toString();
@@ -172,17 +157,14 @@ export async function enable(
   await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
   const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
-  await ctx.em.transactional(async (em) => {
-    const user = await em.findOneOrFail(
-      User,
-      { id: actor.userId },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['organization'] },
-    );
+  const repository = authRepositoryOf(ctx.deps);
+  await repository.transaction(ctx.em, async (em) => {
+    const user = await repository.lockUser(em, actor.userId);
     if (user.twoFactorEnabled)
       throw conflict(
         'Two-factor sign-in is already enabled: turn it off first with POST /v1/auth/2fa/disable',
       );
-    const cred = await credentialOf(em, actor.userId, true);
+    const cred = await repository.credentialOf(em, actor.userId, true);
     if (!cred?.pendingSecret) throw conflict('Start with POST /auth/2fa/setup');
     const secret = decryptSecret(ctx.deps.keys.twoFactor, cred.pendingSecret);
     const step = acceptedStep(secret, input.code, now);
@@ -192,21 +174,17 @@ export async function enable(
     cred.lastStep = step;
     cred.enabledAt = now;
     cred.updatedAt = now;
-    await em.nativeDelete(RecoveryCode, { user: actor.userId });
-    for (const code of codes) {
-      em.create(RecoveryCode, {
-        id: newId('rcv'),
-        createdAt: now,
-        updatedAt: now,
-        user,
-        codeHash: sha256Hex(code),
-        usedAt: null,
-      });
-    }
+    await repository.deleteRecoveryCodes(em, actor.userId);
+    repository.addRecoveryCodes(
+      em,
+      user,
+      codes.map((code) => ({ id: newId('rcv'), codeHash: sha256Hex(code) })),
+      now,
+    );
     user.twoFactorEnabled = true;
     user.updatedAt = now;
     // Sessions opened with the password alone end: from now on a sign-in needs the second factor.
-    await revokeSessionsOf(em, actor.userId, actor.sessionId, now);
+    await repository.revokeSessionsOf(em, actor.userId, actor.sessionId, now);
     await emitUserUpdated(ctx, em, user, now);
   });
   return { success: true, recovery_codes: codes };
@@ -223,23 +201,27 @@ export async function disable(
   // bcrypt outside any transaction.
   await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
-  const accepted = await ctx.em.transactional(async (em) => {
-    const user = await em.findOneOrFail(
-      User,
-      { id: actor.userId },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['organization'] },
-    );
-    const cred = await credentialOf(em, actor.userId, true);
+  const repository = authRepositoryOf(ctx.deps);
+  const accepted = await repository.transaction(ctx.em, async (em) => {
+    const user = await repository.lockUser(em, actor.userId);
+    const cred = await repository.credentialOf(em, actor.userId, true);
     if (!user.twoFactorEnabled || !cred?.secret)
       throw conflict('Two-factor sign-in is not enabled: there is nothing to turn off');
     const ok =
       factor.kind === 'code'
-        ? await consumeCode(em, cred, decryptSecret(ctx.deps.keys.twoFactor, cred.secret), factor.value, now)
-        : await consumeRecoveryCode(em, actor.userId, factor.value, now);
+        ? await consumeCode(
+            repository,
+            em,
+            cred,
+            decryptSecret(ctx.deps.keys.twoFactor, cred.secret),
+            factor.value,
+            now,
+          )
+        : await consumeRecoveryCode(repository, em, actor.userId, factor.value, now);
     if (!ok) return false;
-    await em.nativeDelete(RecoveryCode, { user: actor.userId });
-    await em.nativeDelete(LoginChallenge, { user: actor.userId });
-    em.remove(cred);
+    await repository.deleteRecoveryCodes(em, actor.userId);
+    await repository.deleteLoginChallenges(em, actor.userId);
+    repository.removeCredential(em, cred);
     user.twoFactorEnabled = false;
     user.updatedAt = now;
     await emitUserUpdated(ctx, em, user, now);
@@ -260,17 +242,15 @@ export async function openLoginChallenge(
   const now = ctx.deps.clock.now();
   noteAuditActor(auditActor(user));
   const token = randomToken('tfc_', 256);
-  ctx.em.create(LoginChallenge, {
+  const repository = authRepositoryOf(ctx.deps);
+  repository.createLoginChallenge(ctx.em, {
     id: newId('chl'),
-    createdAt: now,
-    updatedAt: now,
+    now,
     user,
     tokenHash: sha256Hex(token),
     expiresAt: new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000),
-    failures: 0,
-    closedAt: null,
   });
-  await ctx.em.flush();
+  await repository.flush(ctx.em);
   return {
     success: true,
     two_factor_required: true,
@@ -283,34 +263,34 @@ export async function openLoginChallenge(
 export async function verify(ctx: RequestContext, input: TTwoFactorVerifyInput): Promise<TLoginOutput> {
   const factor = oneFactor(input);
   const now = ctx.deps.clock.now();
-  const challenge = await ctx.em.findOne(
-    LoginChallenge,
-    { tokenHash: sha256Hex(input.challenge_token) },
-    { populate: ['user.organization'] },
-  );
+  const repository = authRepositoryOf(ctx.deps);
+  const challenge = await repository.findLoginChallenge(ctx.em, sha256Hex(input.challenge_token));
   if (!challenge || challenge.closedAt || challenge.expiresAt <= now) throw invalidChallenge();
   const user = challenge.user;
   const key = throttleKey(user.email, ctx.ip);
   await assertNotThrottled(ctx, key);
 
-  const outcome = await ctx.em.transactional(async (em) => {
+  const outcome = await repository.transaction(ctx.em, async (em) => {
     // The challenge row is the lock: concurrent verifications of one challenge run one after the other.
-    const c = await em.findOne(
-      LoginChallenge,
-      { id: challenge.id, closedAt: null },
-      { lockMode: LockMode.PESSIMISTIC_WRITE },
-    );
+    const c = await repository.lockOpenChallenge(em, challenge.id);
     if (!c || c.expiresAt <= now || c.failures >= CHALLENGE_MAX_FAILURES) return 'void' as const;
-    const cred = await credentialOf(em, user.id, true);
-    const u = await em.findOneOrFail(User, { id: user.id });
+    const cred = await repository.credentialOf(em, user.id, true);
+    const u = await repository.getUser(em, user.id);
     if (!cred?.secret || !u.twoFactorEnabled || u.deletedAt || u.status !== 'active') {
       c.closedAt = now;
       return 'void' as const;
     }
     const ok =
       factor.kind === 'code'
-        ? await consumeCode(em, cred, decryptSecret(ctx.deps.keys.twoFactor, cred.secret), factor.value, now)
-        : await consumeRecoveryCode(em, user.id, factor.value, now);
+        ? await consumeCode(
+            repository,
+            em,
+            cred,
+            decryptSecret(ctx.deps.keys.twoFactor, cred.secret),
+            factor.value,
+            now,
+          )
+        : await consumeRecoveryCode(repository, em, user.id, factor.value, now);
     if (!ok) {
       c.failures += 1;
       if (c.failures >= CHALLENGE_MAX_FAILURES) c.closedAt = now;
@@ -331,7 +311,7 @@ export async function verify(ctx: RequestContext, input: TTwoFactorVerifyInput):
 }
 
 /** Challenges that ended or expired more than a day ago (with the sessions purge). */
-export async function purgeLoginChallenges(em: Em, now: Date): Promise<number> {
+export async function purgeLoginChallenges(deps: AppDeps, now: Date): Promise<number> {
   const cutoff = new Date(now.getTime() - 86_400_000);
-  return em.nativeDelete(LoginChallenge, { expiresAt: { $lt: cutoff } });
+  return authRepositoryOf(deps).purgeLoginChallenges(cutoff);
 }
