@@ -66,7 +66,7 @@ export const hostingCollectArtifactsJob = defineJob(
 export async function collectOrphanArtifacts(deps: AppDeps): Promise<{ removed: number; contents: number }> {
   const { artifacts, repository } = deps.modules.hosting;
   const ids = await artifacts.deploymentIds();
-  const em = deps.db.orm.em.fork();
+  const em = repository.fork();
   let removed = 0;
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = ids.slice(i, i + 500);
