@@ -1,3 +1,4 @@
+import { MikroOrmRepository } from '../../kit/repository.js';
 import { LockMode } from '@mikro-orm/core';
 import { Organization } from '../../access/organization.entity.js';
 import { LoginSession, LoginThrottleSchema, RefreshToken } from '../../access/session.entity.js';
@@ -8,9 +9,8 @@ import {
   UserSchema,
   type NewUserData,
 } from '../../access/user.entity.js';
-import type { Database, Em } from '../../db/orm.js';
+import type { Em } from '../../db/orm.js';
 import type { EventDefinition } from '../../events/define-event.js';
-import { recordEvent } from '../../events/record-event.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { OrganizationRows } from '../../kit/module.js';
 import type { PlanId } from '../../lib/plans.js';
@@ -192,21 +192,7 @@ export const AUTH_ORGANIZATION_ROWS: OrganizationRows = {
 
 const CLEAR_THROTTLE = `delete from ${LoginThrottleSchema.tableName} where key = ?`;
 
-export class MikroOrmAuthRepository implements AuthRepository {
-  constructor(private readonly db: Database) {}
-
-  fork(): Em {
-    return this.db.orm.em.fork();
-  }
-
-  transaction<R>(em: Em, work: (tx: Em) => Promise<R>): Promise<R> {
-    return em.transactional(work);
-  }
-
-  flush(em: Em): Promise<void> {
-    return em.flush();
-  }
-
+export class MikroOrmAuthRepository extends MikroOrmRepository implements AuthRepository {
   findSignInAccount(em: Em, email: string, opts: { withPasswordHash?: boolean } = {}): Promise<User | null> {
     return em.findOne(User, signInAccountOf(email), {
       populate: opts.withPasswordHash ? ['passwordHash', 'organization'] : ['organization'],
@@ -457,9 +443,5 @@ export class MikroOrmAuthRepository implements AuthRepository {
 
   purgeLoginChallenges(cutoff: Date): Promise<number> {
     return this.fork().nativeDelete(LoginChallenge, { expiresAt: { $lt: cutoff } });
-  }
-
-  recordEvent<P>(tx: Em, event: EventDefinition<P>, payload: P, organizationId: string, now: Date): void {
-    recordEvent(tx, event, payload, organizationId, now);
   }
 }

@@ -1,11 +1,11 @@
+import { MikroOrmRepository } from '../../kit/repository.js';
 import { LockMode } from '@mikro-orm/core';
 import type { Actor } from '../../access/actor.js';
 import { Organization, OrganizationSchema } from '../../access/organization.entity.js';
 import { findScopedOrThrow, inOrganization } from '../../access/scope.js';
-import type { Database, Em } from '../../db/orm.js';
+import type { Em } from '../../db/orm.js';
 import { findCursorPage, type CursorPaged } from '../../db/pagination.js';
 import type { EventDefinition } from '../../events/define-event.js';
-import { recordEvent } from '../../events/record-event.js';
 import { INVOICE_STATUSES, type InvoiceStatus } from './billing.constants.js';
 import { Invoice, InvoiceSchema } from './invoice.entity.js';
 import { PaymentMethod, PaymentMethodSchema } from './payment-method.entity.js';
@@ -162,25 +162,7 @@ export interface BillingRepository {
   nextDueAt(em: Em): Promise<Date | null>;
 }
 
-export class MikroOrmBillingRepository implements BillingRepository {
-  constructor(private readonly db: Database) {}
-
-  fork(): Em {
-    return this.db.orm.em.fork();
-  }
-
-  transaction<R>(em: Em, work: (tx: Em) => Promise<R>): Promise<R> {
-    return em.transactional(work);
-  }
-
-  async flush(tx: Em): Promise<void> {
-    await tx.flush();
-  }
-
-  recordEvent<P>(tx: Em, event: EventDefinition<P>, payload: P, organizationId: string, now: Date): void {
-    recordEvent(tx, event, payload, organizationId, now);
-  }
-
+export class MikroOrmBillingRepository extends MikroOrmRepository implements BillingRepository {
   createSubscription(tx: Em, sub: NewSubscription): Subscription {
     return tx.create(Subscription, {
       id: sub.id,

@@ -1,14 +1,14 @@
+import { MikroOrmRepository } from '../../kit/repository.js';
 import { IsolationLevel, LockMode } from '@mikro-orm/core';
 import type { Actor } from '../../access/actor.js';
 import { lockOwner } from '../../access/owned-resources.js';
 import { ownedBy } from '../../access/scope.js';
 import { User } from '../../access/user.entity.js';
 import { countedRows, type ListCountSpec } from '../../db/list-counts.js';
-import type { Database, Em } from '../../db/orm.js';
+import type { Em } from '../../db/orm.js';
 import { findPage } from '../../db/pagination.js';
 import { epochMs, findRawPage, fromEpochMs as ms, type RawPageSpec } from '../../db/raw-page.js';
 import type { EventDefinition } from '../../events/define-event.js';
-import { recordEvent } from '../../events/record-event.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { OrganizationRows } from '../../kit/module.js';
 import { assertWithinPlan } from '../../kit/plan-limit.js';
@@ -298,17 +298,7 @@ const toLogLine = (r: LogRow): TLogLine => ({
   message: r.message,
 });
 
-export class MikroOrmHostingRepository implements HostingRepository {
-  constructor(private readonly db: Database) {}
-
-  fork(): Em {
-    return this.db.orm.em.fork();
-  }
-
-  transaction<R>(em: Em, work: (tx: Em) => Promise<R>): Promise<R> {
-    return em.transactional(work);
-  }
-
+export class MikroOrmHostingRepository extends MikroOrmRepository implements HostingRepository {
   snapshot<R>(em: Em, read: (tx: Em) => Promise<R>): Promise<R> {
     return em.transactional(read, { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true });
   }
@@ -512,10 +502,6 @@ export class MikroOrmHostingRepository implements HostingRepository {
       startedAt: r.startedAt,
       endedAt: r.endedAt,
     });
-  }
-
-  recordEvent<P>(tx: Em, event: EventDefinition<P>, payload: P, organizationId: string, now: Date): void {
-    recordEvent(tx, event, payload, organizationId, now);
   }
 
   async liveRoute(by: 'slug' | 'domain', value: string): Promise<EdgeRoute | null> {

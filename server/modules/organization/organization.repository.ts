@@ -1,10 +1,10 @@
+import { MikroOrmRepository } from '../../kit/repository.js';
 import { LockMode } from '@mikro-orm/core';
 import { Organization, OrganizationSchema } from '../../access/organization.entity.js';
 import { LoginSessionSchema } from '../../access/session.entity.js';
 import { User, UserSchema } from '../../access/user.entity.js';
-import type { Database, Em } from '../../db/orm.js';
+import type { Em } from '../../db/orm.js';
 import type { EventDefinition } from '../../events/define-event.js';
-import { recordEvent } from '../../events/record-event.js';
 
 /**
  * Every read and write of the organization module (docs/adding-a-module.md, "Data access"): the service and the
@@ -60,25 +60,7 @@ export interface OrganizationRepository {
   revokeSessions(tx: Em, organizationId: string, now: Date): Promise<void>;
 }
 
-export class MikroOrmOrganizationRepository implements OrganizationRepository {
-  constructor(private readonly db: Database) {}
-
-  fork(): Em {
-    return this.db.orm.em.fork();
-  }
-
-  transaction<R>(em: Em, work: (tx: Em) => Promise<R>): Promise<R> {
-    return em.transactional(work);
-  }
-
-  async flush(tx: Em): Promise<void> {
-    await tx.flush();
-  }
-
-  recordEvent<P>(tx: Em, event: EventDefinition<P>, payload: P, organizationId: string, now: Date): void {
-    recordEvent(tx, event, payload, organizationId, now);
-  }
-
+export class MikroOrmOrganizationRepository extends MikroOrmRepository implements OrganizationRepository {
   findOrganization(em: Em, id: string, lock = false): Promise<Organization | null> {
     return em.findOne(
       Organization,

@@ -1,3 +1,4 @@
+import { MikroOrmRepository } from '../../kit/repository.js';
 import { LockMode } from '@mikro-orm/core';
 import { revokeApiKeysOf } from '../../access/actor.js';
 import { Organization } from '../../access/organization.entity.js';
@@ -11,10 +12,9 @@ import {
   type NewUserData,
 } from '../../access/user.entity.js';
 import type { ListCountSpec } from '../../db/list-counts.js';
-import type { Database, Em } from '../../db/orm.js';
+import type { Em } from '../../db/orm.js';
 import { findPage } from '../../db/pagination.js';
 import type { EventDefinition } from '../../events/define-event.js';
-import { recordEvent } from '../../events/record-event.js';
 import type { PageRequest } from '../../lib/pagination.js';
 import { UserInvitation, UserInvitationSchema } from './user-invitation.entity.js';
 
@@ -105,22 +105,7 @@ export interface UsersRepository {
   revokeInvitationsOf(tx: Em, userId: string, now: Date): Promise<void>;
 }
 
-export class MikroOrmUsersRepository implements UsersRepository {
-  // The database of the process: the units of work the callers hand in are its forks.
-  constructor(readonly db: Database) {}
-
-  transaction<R>(em: Em, work: (tx: Em) => Promise<R>): Promise<R> {
-    return em.transactional(work);
-  }
-
-  async flush(tx: Em): Promise<void> {
-    await tx.flush();
-  }
-
-  recordEvent<P>(tx: Em, event: EventDefinition<P>, payload: P, organizationId: string, now: Date): void {
-    recordEvent(tx, event, payload, organizationId, now);
-  }
-
+export class MikroOrmUsersRepository extends MikroOrmRepository implements UsersRepository {
   findUser(em: Em, organizationId: string, id: string, lock = false): Promise<User | null> {
     return em.findOne(
       User,

@@ -1,17 +1,14 @@
+import { MikroOrmRepository } from '../../kit/repository.js';
 import { LockMode, type FilterQuery, type RequiredEntityData } from '@mikro-orm/core';
 import type { Actor } from '../../access/actor.js';
 import { lockOwner } from '../../access/owned-resources.js';
 import { ownedBy } from '../../access/scope.js';
 import { User } from '../../access/user.entity.js';
 import { countedRows } from '../../db/list-counts.js';
-import type { Database, Em } from '../../db/orm.js';
+import type { Em } from '../../db/orm.js';
 import { epochMs, findRawPage, fromEpochMs as ms, type RawPageSpec } from '../../db/raw-page.js';
 import type { EventDefinition } from '../../events/define-event.js';
-import {
-  recordEvent,
-  recordEventForAllOrganizations,
-  recordPlatformEventFor,
-} from '../../events/record-event.js';
+import { recordEventForAllOrganizations, recordPlatformEventFor } from '../../events/record-event.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { OrganizationRows } from '../../kit/module.js';
 import { assertWithinPlan, precheckPlan } from '../../kit/plan-limit.js';
@@ -298,21 +295,7 @@ function visibleServers(organizationId: string) {
   } satisfies FilterQuery<VpnServer>;
 }
 
-export class MikroOrmVpnRepository implements VpnRepository {
-  constructor(private readonly db: Database) {}
-
-  fork(): Em {
-    return this.db.orm.em.fork();
-  }
-
-  transaction<R>(em: Em, work: (tx: Em) => Promise<R>): Promise<R> {
-    return em.transactional(work);
-  }
-
-  flush(tx: Em): Promise<void> {
-    return tx.flush();
-  }
-
+export class MikroOrmVpnRepository extends MikroOrmRepository implements VpnRepository {
   async listConnections(
     em: Em,
     filter: ConnectionListFilter,
@@ -584,10 +567,6 @@ export class MikroOrmVpnRepository implements VpnRepository {
         .filter((r) => r.public_key && r.address)
         .map((r) => ({ public_key: r.public_key!, allowed_ips: [r.address!] })),
     };
-  }
-
-  recordEvent<P>(tx: Em, event: EventDefinition<P>, payload: P, organizationId: string, now: Date): void {
-    recordEvent(tx, event, payload, organizationId, now);
   }
 
   recordEventForAllOrganizations<P>(tx: Em, event: EventDefinition<P>, payload: P, now: Date): void {

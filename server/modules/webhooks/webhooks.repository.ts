@@ -1,8 +1,9 @@
+import { MikroOrmRepository } from '../../kit/repository.js';
 import type { FilterQuery } from '@mikro-orm/core';
 import { Organization, OrganizationSchema } from '../../access/organization.entity.js';
 import { UserSchema } from '../../access/user.entity.js';
 import type { ListCountSpec } from '../../db/list-counts.js';
-import type { Database, Em } from '../../db/orm.js';
+import type { Em } from '../../db/orm.js';
 import { findCursorPage, type CursorPaged } from '../../db/pagination.js';
 import type { OrganizationRows } from '../../kit/module.js';
 import type { DisabledWebhook } from './auto-disable.js';
@@ -242,17 +243,7 @@ const DELIVERY_COUNTS: ListCountSpec = {
   ],
 };
 
-export class MikroOrmWebhooksRepository implements WebhooksRepository {
-  constructor(private readonly db: Database) {}
-
-  fork(): Em {
-    return this.db.orm.em.fork();
-  }
-
-  transaction<R>(em: Em, work: (tx: Em) => Promise<R>): Promise<R> {
-    return em.transactional(work);
-  }
-
+export class MikroOrmWebhooksRepository extends MikroOrmRepository implements WebhooksRepository {
   async save(em: Em): Promise<void> {
     await em.flush();
   }
