@@ -3,11 +3,11 @@ import type { Actor } from '../../../server/access/actor.js';
 import type { Permission } from '../../../server/access/permissions.js';
 import type { Em } from '../../../server/db/orm.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
-import { AppError } from '../../../server/lib/errors.js';
 import { sha256Hex } from '../../../server/lib/crypto.js';
 import { MAX_KEYS_PER_ORGANIZATION } from '../../../server/modules/api-keys/api-keys.constants.js';
 import * as apiKeys from '../../../server/modules/api-keys/api-keys.service.js';
 import { InMemoryApiKeysRepository } from './in-memory-api-keys.repository.js';
+import { appRejection, unitActor } from '../../support/unit.js';
 
 /** The api-keys service against an in-memory repository (./in-memory-api-keys.repository.ts): no server, no database. */
 
@@ -29,29 +29,8 @@ function harness() {
   return { repo, clock, ctx };
 }
 
-let n = 0;
-function actor(permissions: Permission[], organizationId = `org_${++n}`): Actor {
-  return {
-    userId: `usr_${++n}`,
-    organizationId,
-    plan: 'free',
-    sessionId: 'ses',
-    role: 'admin',
-    email: `u${n}@example.com`,
-    permissions: new Set(permissions),
-    user: {},
-  } as unknown as Actor;
-}
-
-async function rejects(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).to.be.instanceOf(AppError);
-    return err as AppError;
-  }
-  throw new Error('expected a rejection');
-}
+const actor = (permissions: Permission[], organizationId?: string): Actor =>
+  unitActor({ role: 'admin', permissions, organizationId });
 
 const page = { limit: 20 } as const;
 
@@ -75,7 +54,7 @@ describe('api-keys service (in-memory repository)', () => {
   it('refuses permissions the caller does not hold (403), and a key beyond the organization limit (409)', async () => {
     const h = harness();
     const member = actor(['vpn:read']);
-    const denied = await rejects(
+    const denied = await appRejection(
       apiKeys.createApiKey(h.ctx(member), { name: 'x', permissions: ['vpn:read', 'database:write'] }),
     );
     expect(denied.code).to.equal('FORBIDDEN');
@@ -85,7 +64,9 @@ describe('api-keys service (in-memory repository)', () => {
     for (let i = 0; i < MAX_KEYS_PER_ORGANIZATION; i++) {
       await apiKeys.createApiKey(h.ctx(member), { name: `k${i}`, permissions: ['vpn:read'] });
     }
-    const full = await rejects(apiKeys.createApiKey(h.ctx(member), { name: 'one more', permissions: [] }));
+    const full = await appRejection(
+      apiKeys.createApiKey(h.ctx(member), { name: 'one more', permissions: [] }),
+    );
     expect(full.code).to.equal('CONFLICT');
     expect(h.repo.keys).to.have.length(MAX_KEYS_PER_ORGANIZATION);
   });
@@ -103,7 +84,7 @@ describe('api-keys service (in-memory repository)', () => {
     expect(listed.api_keys.map((k) => k.name)).to.deep.equal(['second', 'first']);
     expect(listed).to.include({ total: 2, page: 1, has_more: false });
 
-    expect((await rejects(apiKeys.getApiKey(h.ctx(a), other.api_key.id))).code).to.equal('NOT_FOUND');
+    expect((await appRejection(apiKeys.getApiKey(h.ctx(a), other.api_key.id))).code).to.equal('NOT_FOUND');
     expect((await apiKeys.getApiKey(h.ctx(a), first.api_key.id)).api_key.name).to.equal('first');
 
     expect(await apiKeys.revokeApiKey(h.ctx(a), second.api_key.id)).to.deep.equal({
@@ -111,8 +92,10 @@ describe('api-keys service (in-memory repository)', () => {
       message: 'API key revoked',
       id: second.api_key.id,
     });
-    expect((await rejects(apiKeys.getApiKey(h.ctx(a), second.api_key.id))).code).to.equal('NOT_FOUND');
-    expect((await rejects(apiKeys.revokeApiKey(h.ctx(a), second.api_key.id))).code).to.equal('NOT_FOUND');
+    expect((await appRejection(apiKeys.getApiKey(h.ctx(a), second.api_key.id))).code).to.equal('NOT_FOUND');
+    expect((await appRejection(apiKeys.revokeApiKey(h.ctx(a), second.api_key.id))).code).to.equal(
+      'NOT_FOUND',
+    );
     expect((await apiKeys.listApiKeys(h.ctx(a), page)).api_keys.map((k) => k.name)).to.deep.equal(['first']);
   });
 });

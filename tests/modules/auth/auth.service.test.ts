@@ -3,10 +3,10 @@ import type { Actor } from '../../../server/access/actor.js';
 import type { User } from '../../../server/access/user.entity.js';
 import type { Em } from '../../../server/db/orm.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
-import { AppError } from '../../../server/lib/errors.js';
 import { purgeExpiredSessions } from '../../../server/modules/auth/auth.service.js';
 import * as sessions from '../../../server/modules/auth/sessions.service.js';
 import { InMemorySessionsRepository } from './in-memory-sessions.repository.js';
+import { appRejection } from '../../support/unit.js';
 
 /**
  * The login sessions of the auth module (sessions.service.ts, and the purge of auth.service.ts) against an in-memory
@@ -50,16 +50,6 @@ function harness() {
 const actorOf = (userId: string, sessionId: string) =>
   ({ userId, organizationId: 'org_1', sessionId, permissions: new Set() }) as unknown as Actor;
 
-async function rejects(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).to.be.instanceOf(AppError);
-    return err as AppError;
-  }
-  throw new Error('expected a rejection');
-}
-
 describe('auth sessions service (in-memory repository)', () => {
   it("lists the caller's live sessions newest first and marks the current one", async () => {
     const h = harness();
@@ -81,8 +71,8 @@ describe('auth sessions service (in-memory repository)', () => {
     const mine = h.open('usr_a', HOUR);
     const theirs = h.open('usr_b', HOUR);
     const ctx = h.ctx(actorOf('usr_a', 'ses_current'));
-    expect((await rejects(sessions.revokeSession(ctx, 'not-an-id'))).code).to.equal('NOT_FOUND');
-    expect((await rejects(sessions.revokeSession(ctx, theirs.id))).code).to.equal('NOT_FOUND');
+    expect((await appRejection(sessions.revokeSession(ctx, 'not-an-id'))).code).to.equal('NOT_FOUND');
+    expect((await appRejection(sessions.revokeSession(ctx, theirs.id))).code).to.equal('NOT_FOUND');
     expect(theirs.revokedAt).to.equal(null);
     expect(await sessions.revokeSession(ctx, mine.id)).to.deep.equal({
       success: true,
@@ -90,7 +80,7 @@ describe('auth sessions service (in-memory repository)', () => {
       id: mine.id,
     });
     expect(mine.revokedAt?.getTime()).to.equal(h.clock.t);
-    expect((await rejects(sessions.revokeSession(ctx, mine.id))).code).to.equal('NOT_FOUND');
+    expect((await appRejection(sessions.revokeSession(ctx, mine.id))).code).to.equal('NOT_FOUND');
   });
 
   it('revokes every live session of the caller, keeping the current one only when asked', async () => {

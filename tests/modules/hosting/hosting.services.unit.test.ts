@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Actor } from '../../../server/access/actor.js';
 import type { Em } from '../../../server/db/orm.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
-import { AppError } from '../../../server/lib/errors.js';
+import type { AppError } from '../../../server/lib/errors.js';
 import {
   DirectoryArtifactStore,
   type ArtifactStore,
@@ -27,6 +27,7 @@ import * as sites from '../../../server/modules/hosting/sites.service.js';
 import { SimulatedHostingDriver } from '../../../server/modules/hosting/simulated-hosting.driver.js';
 import { openEnvironment } from '../../../server/modules/hosting/site-environment.js';
 import { InMemoryHostingRepository } from './in-memory-hosting.repository.js';
+import { appRejection, unitActor } from '../../support/unit.js';
 
 /**
  * The hosting services against an in-memory repository (./in-memory-hosting.repository.ts): no server, no
@@ -116,29 +117,8 @@ function harness(opts: { builder?: 'simulated' | 'local'; driver?: HostingRuntim
   };
 }
 
-let n = 0;
-function actor(role: Actor['role'] = 'owner', organizationId = `org_${++n}`): Actor {
-  return {
-    userId: `usr_${++n}`,
-    organizationId,
-    plan: 'free',
-    sessionId: 'ses',
-    role,
-    email: `u${n}@example.com`,
-    permissions: new Set(),
-    user: {},
-  } as unknown as Actor;
-}
-
-async function rejects(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).to.be.instanceOf(AppError);
-    return err as AppError;
-  }
-  throw new Error('expected a rejection');
-}
+const actor = (role: Actor['role'] = 'owner', organizationId?: string): Actor =>
+  unitActor({ role, organizationId });
 
 const create = (h: Harness, a: Actor, body: Record<string, unknown> = {}) =>
   sites.createSite(h.ctx(a), { name: 'Web', git_repo: REPO, framework: 'react', ...body } as never);
@@ -168,12 +148,12 @@ describe('Hosting services (unit, in-memory repository)', () => {
       const h = harness();
       const a = actor();
       h.repo.setPlan(a.organizationId, 'pro');
-      const own = await rejects(create(h, a, { domain: 'shop.sites.test' }));
+      const own = await appRejection(create(h, a, { domain: 'shop.sites.test' }));
       expect(own.code).to.equal('VALIDATION_ERROR');
       expect(own.message).to.match(/^Invalid request: domain: addresses under sites\.test/);
       expect(own.details).to.deep.equal([{ path: 'domain', message: own.message.slice(25) }]);
       await create(h, a, { domain: 'www.example.org' });
-      const taken = await rejects(create(h, actor(), { domain: 'www.example.org' }));
+      const taken = await appRejection(create(h, actor(), { domain: 'www.example.org' }));
       expect(taken.code).to.equal('CONFLICT');
       expect(taken.details).to.deep.equal([{ path: 'domain', message: 'Already used by another site' }]);
     });
@@ -211,11 +191,11 @@ describe('Hosting services (unit, in-memory repository)', () => {
       });
       expect(updated.site).to.include({ name: 'Renamed', branch: 'release', url: site.url });
       expect(updated.site.environment_variables).to.deep.equal({ B: 'two2' });
-      const stranger = await rejects(sites.getSite(h.ctx(actor()), { id: site.id }));
+      const stranger = await appRejection(sites.getSite(h.ctx(actor()), { id: site.id }));
       expect(stranger.code).to.equal('NOT_FOUND');
       expect(stranger.message).to.match(/^Site not found/);
       const member = actor('member', owner.organizationId);
-      expect((await rejects(sites.getSite(h.ctx(member), { id: site.id }))).code).to.equal('NOT_FOUND');
+      expect((await appRejection(sites.getSite(h.ctx(member), { id: site.id }))).code).to.equal('NOT_FOUND');
       const list = await sites.listSites(h.ctx(member), { ...page, user_id: owner.userId });
       expect(list.sites).to.deep.equal([]);
       const all = await sites.listSites(h.ctx(owner), { ...page });
@@ -332,14 +312,14 @@ describe('Hosting services (unit, in-memory repository)', () => {
       expect(logs.at(-1)).to.equal('Build canceled');
       expect(h.repo.deployments[1]!.status).to.equal('canceled');
 
-      const again = await rejects(
+      const again = await appRejection(
         deployments.cancelDeployment(h.ctx(a), { id: site.id, deployment_id: building.id }),
       );
       expect(again.code).to.equal('CONFLICT');
       expect(again.message).to.equal(
         'The deployment is canceled: only a queued or building one can be canceled',
       );
-      const unknown = await rejects(
+      const unknown = await appRejection(
         deployments.cancelDeployment(h.ctx(a), { id: site.id, deployment_id: 'dep_nothing' }),
       );
       expect(unknown.message).to.match(/^Deployment not found/);
@@ -358,10 +338,12 @@ describe('Hosting services (unit, in-memory repository)', () => {
       const back = await deployments.rollback(h.ctx(a), { id: site.id, deployment_id: first.id });
       expect(back.site.live_deployment_id).to.equal(first.id);
       expect(h.jobs).to.deep.equal([]);
-      const live = await rejects(deployments.rollback(h.ctx(a), { id: site.id, deployment_id: first.id }));
+      const live = await appRejection(
+        deployments.rollback(h.ctx(a), { id: site.id, deployment_id: first.id }),
+      );
       expect(live.message).to.equal('The deployment is already live');
       const queued = (await deployments.deploy(h.ctx(a), { id: site.id })).deployment;
-      const notDone = await rejects(
+      const notDone = await appRejection(
         deployments.rollback(h.ctx(a), { id: site.id, deployment_id: queued.id }),
       );
       expect(notDone.code).to.equal('CONFLICT');

@@ -2,7 +2,6 @@ import { expect } from 'chai';
 import type { Actor } from '../../../server/access/actor.js';
 import type { Em } from '../../../server/db/orm.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
-import { AppError } from '../../../server/lib/errors.js';
 import { newId } from '../../../server/lib/ids.js';
 import { sha256Hex } from '../../../server/lib/crypto.js';
 import {
@@ -17,6 +16,7 @@ import * as vpn from '../../../server/modules/vpn/vpn.service.js';
 import { removeServer } from '../../../server/modules/vpn/vpn-servers.service.js';
 import { clientAddress, generateWireguardKeyPair } from '../../../server/modules/vpn/wireguard.js';
 import { InMemoryVpnRepository } from './in-memory-vpn.repository.js';
+import { appRejection, unitActor } from '../../support/unit.js';
 
 /**
  * The VPN services against an in-memory repository (./in-memory-vpn.repository.ts): no server, no database. The job
@@ -64,28 +64,10 @@ function harness(): Harness {
 }
 
 let n = 0;
-function actor(role: Actor['role'] = 'owner', organizationId = `org_${++n}`): Actor {
-  return {
-    userId: `usr_${++n}`,
-    organizationId,
-    plan: 'starter',
-    sessionId: 'ses',
-    role,
-    email: `u${n}@example.com`,
-    permissions: new Set(),
-    user: {},
-  } as unknown as Actor;
-}
-
-async function rejects(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).to.be.instanceOf(AppError);
-    return err as AppError;
-  }
-  throw new Error('expected a rejection');
-}
+const actor = (role: Actor['role'] = 'owner', organizationId?: string): Actor => ({
+  ...unitActor({ role, organizationId }),
+  plan: 'starter',
+});
 
 /** A server of the shared simulated catalogue. */
 function simulatedServer(h: Harness, location = 'us-east', load = 10) {
@@ -166,7 +148,7 @@ describe('vpn services (in-memory repository)', () => {
   it('says where a protocol is available when the location has no server for it (400)', async () => {
     const h = harness();
     simulatedServer(h, 'eu-west');
-    const err = await rejects(
+    const err = await appRejection(
       vpn.createConnection(h.ctx(actor()), { name: 'x', location: 'us-east', protocol: 'wireguard' }),
     );
     expect(err.status).to.equal(400);
@@ -204,8 +186,12 @@ describe('vpn services (in-memory repository)', () => {
       location: 'us-east',
       protocol: 'openvpn',
     });
-    expect((await rejects(vpn.getConnection(h.ctx(member), { id: connection.id }))).status).to.equal(404);
-    expect((await rejects(vpn.deleteConnection(h.ctx(member), { id: connection.id }))).status).to.equal(404);
+    expect((await appRejection(vpn.getConnection(h.ctx(member), { id: connection.id }))).status).to.equal(
+      404,
+    );
+    expect((await appRejection(vpn.deleteConnection(h.ctx(member), { id: connection.id }))).status).to.equal(
+      404,
+    );
     const memberList = await vpn.listConnections(h.ctx(member), {
       page: 1,
       limit: 20,

@@ -3,11 +3,11 @@ import { randomBytes } from 'node:crypto';
 import type { Actor } from '../../../server/access/actor.js';
 import type { Em } from '../../../server/db/orm.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
-import { AppError } from '../../../server/lib/errors.js';
 import { openWebhookSecret } from '../../../server/modules/webhooks/webhook-secrets.js';
 import { MAX_WEBHOOKS_PER_ORGANIZATION } from '../../../server/modules/webhooks/webhooks.constants.js';
 import * as webhooks from '../../../server/modules/webhooks/webhooks.service.js';
 import { InMemoryWebhooksRepository } from './in-memory-webhooks.repository.js';
+import { appRejection, unitActor } from '../../support/unit.js';
 
 /**
  * The webhooks service's use cases on webhooks against an in-memory repository (./in-memory-webhooks.repository.ts):
@@ -51,29 +51,7 @@ function harness(): Harness {
   };
 }
 
-let n = 0;
-function actor(organizationId = `org_${++n}`): Actor {
-  return {
-    userId: `usr_${++n}`,
-    organizationId,
-    plan: 'free',
-    sessionId: 'ses',
-    role: 'owner',
-    email: `u${n}@example.com`,
-    permissions: new Set(),
-    user: {},
-  } as unknown as Actor;
-}
-
-async function rejects(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).to.be.instanceOf(AppError);
-    return err as AppError;
-  }
-  throw new Error('expected a rejection');
-}
+const actor = (organizationId?: string): Actor => unitActor({ organizationId });
 
 describe('webhooks service (in-memory repository)', () => {
   it('creates a webhook with its secret shown once in full and stored sealed, and lists it masked', async () => {
@@ -104,10 +82,10 @@ describe('webhooks service (in-memory repository)', () => {
       url: URL,
       events: ['vpn.connected'],
     } as never);
-    const stranger = await rejects(webhooks.getWebhook(h.ctx(actor()), webhook.id));
+    const stranger = await appRejection(webhooks.getWebhook(h.ctx(actor()), webhook.id));
     expect(stranger.code).to.equal('NOT_FOUND');
     expect(stranger.message).to.match(/^Webhook not found/);
-    expect((await rejects(webhooks.getWebhook(h.ctx(owner), 'nope'))).code).to.equal('NOT_FOUND');
+    expect((await appRejection(webhooks.getWebhook(h.ctx(owner), 'nope'))).code).to.equal('NOT_FOUND');
   });
 
   it(`refuses a webhook beyond ${MAX_WEBHOOKS_PER_ORGANIZATION} per organization with 409`, async () => {
@@ -116,7 +94,7 @@ describe('webhooks service (in-memory repository)', () => {
     for (let i = 0; i < MAX_WEBHOOKS_PER_ORGANIZATION; i++) {
       await webhooks.createWebhook(h.ctx(owner), { url: URL, events: ['vpn.connected'] } as never);
     }
-    const err = await rejects(
+    const err = await appRejection(
       webhooks.createWebhook(h.ctx(owner), { url: URL, events: ['vpn.connected'] } as never),
     );
     expect(err.code).to.equal('CONFLICT');
@@ -125,7 +103,7 @@ describe('webhooks service (in-memory repository)', () => {
 
   it('refuses a private URL with 400 and stores nothing', async () => {
     const h = harness();
-    const err = await rejects(
+    const err = await appRejection(
       webhooks.createWebhook(h.ctx(actor()), {
         url: 'https://10.0.0.1/x',
         events: ['vpn.connected'],
@@ -158,7 +136,7 @@ describe('webhooks service (in-memory repository)', () => {
       createdAt: new Date(h.clock.t),
       updatedAt: new Date(h.clock.t),
     });
-    const refused = await rejects(
+    const refused = await appRejection(
       webhooks.redeliver(h.ctx(owner), { id: webhook.id, delivery_id: original.id }),
     );
     expect(refused.code).to.equal('CONFLICT');
@@ -189,6 +167,6 @@ describe('webhooks service (in-memory repository)', () => {
     } as never);
     await webhooks.deleteWebhook(h.ctx(owner), webhook.id);
     expect(h.repo.webhooks).to.deep.equal([]);
-    expect((await rejects(webhooks.getWebhook(h.ctx(owner), webhook.id))).code).to.equal('NOT_FOUND');
+    expect((await appRejection(webhooks.getWebhook(h.ctx(owner), webhook.id))).code).to.equal('NOT_FOUND');
   });
 });
