@@ -395,6 +395,7 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     const manifest = join(artifactsDir, 'manifests', `${od.id}.json`);
     expect(readFileSync(manifest, 'utf8')).to.include('index.html');
     const jwtSecret = s.deps.config.jwtSecret!;
+    const hostProbe = join(process.cwd(), `probe-${Date.now()}`);
     // Each attempt prints LEAK and the build fails when any of them succeeds.
     const probe = [
       // Both secret files of the data directory (the glob matches nothing where the directory is hidden).
@@ -406,7 +407,10 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
       // Only its own directory is there (a second one would be another build's).
       `if [ $(ls /tmp/cloud-platform-builds | wc -l) -gt 1 ]; then echo LEAK other-builds; exit 1; fi`,
       `if [ -S /run/postgresql/.s.PGSQL.5432 ]; then echo LEAK database-socket; exit 1; fi`,
-      `if touch /etc/probe 2>/dev/null || touch ${process.cwd()}/probe 2>/dev/null; then echo LEAK write; exit 1; fi`,
+      `if touch /etc/probe 2>/dev/null; then echo LEAK write; exit 1; fi`,
+      // The checkout: where it lies under /tmp the sandbox's private /tmp may hold an empty copy of its path (the
+      // parents of the hidden directories), so the write may succeed there; it must never reach the real one.
+      `touch ${hostProbe} 2>/dev/null || true`,
       `if [ "$(id -u)" = 0 ]; then echo LEAK root; exit 1; fi`,
       'echo probes done && npm run build',
     ].join('; ');
@@ -422,6 +426,7 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     expect(text).not.to.include(jwtSecret);
     expect(text).not.to.include('data-dir-secret-value');
     expect(text).not.to.include('readable-secret-value');
+    expect(existsSync(hostProbe), 'a build wrote into the checkout').to.equal(false);
   });
 
   it('a build over BUILD_TIMEOUT is killed and fails saying so', async () => {
