@@ -99,6 +99,29 @@ function consumeRecoveryCode(
   return repository.useRecoveryCode(em, userId, sha256Hex(normalizeRecoveryCode(code)), now);
 }
 
+/** Uses the factor given (a code of the credential's secret, or one of the user's recovery codes); false when wrong. */
+function consumeFactor(
+  ctx: { deps: AppDeps },
+  repository: AuthRepository,
+  em: Em,
+  cred: TwoFactorCredential,
+  sealedSecret: string,
+  userId: string,
+  factor: ReturnType<typeof oneFactor>,
+  now: Date,
+): Promise<boolean> {
+  return factor.kind === 'code'
+    ? consumeCode(
+        repository,
+        em,
+        cred,
+        decryptSecret(ctx.deps.keys.twoFactor, sealedSecret),
+        factor.value,
+        now,
+      )
+    : consumeRecoveryCode(repository, em, userId, factor.value, now);
+}
+
 /** Either a code or a recovery code, not both and not neither. */
 function oneFactor(input: { code?: string | undefined; recovery_code?: string | undefined }) {
   if (input.code !== undefined && input.recovery_code !== undefined) {
@@ -207,17 +230,7 @@ export async function disable(
     const cred = await repository.credentialOf(em, actor.userId, true);
     if (!user.twoFactorEnabled || !cred?.secret)
       throw conflict('Two-factor sign-in is not enabled: there is nothing to turn off');
-    const ok =
-      factor.kind === 'code'
-        ? await consumeCode(
-            repository,
-            em,
-            cred,
-            decryptSecret(ctx.deps.keys.twoFactor, cred.secret),
-            factor.value,
-            now,
-          )
-        : await consumeRecoveryCode(repository, em, actor.userId, factor.value, now);
+    const ok = await consumeFactor(ctx, repository, em, cred, cred.secret, actor.userId, factor, now);
     if (!ok) return false;
     await repository.deleteRecoveryCodes(em, actor.userId);
     await repository.deleteLoginChallenges(em, actor.userId);
@@ -280,17 +293,7 @@ export async function verify(ctx: RequestContext, input: TTwoFactorVerifyInput):
       c.closedAt = now;
       return 'void' as const;
     }
-    const ok =
-      factor.kind === 'code'
-        ? await consumeCode(
-            repository,
-            em,
-            cred,
-            decryptSecret(ctx.deps.keys.twoFactor, cred.secret),
-            factor.value,
-            now,
-          )
-        : await consumeRecoveryCode(repository, em, user.id, factor.value, now);
+    const ok = await consumeFactor(ctx, repository, em, cred, cred.secret, user.id, factor, now);
     if (!ok) {
       c.failures += 1;
       if (c.failures >= CHALLENGE_MAX_FAILURES) c.closedAt = now;
