@@ -105,8 +105,11 @@ export interface JobQueue {
    * Safe to call more than once, and without `start()`.
    */
   stop(timeoutMs?: number): Promise<void>;
-  /** Wakes the workers of a queue now instead of at their next poll. */
-  notify(name: string): void;
+  /**
+   * Wakes the workers of a queue instead of leaving a job to their next poll: now, or (`afterMs`, the `delayMs` a
+   * job was sent with) once it falls due. Call it after the transaction that sent the job has committed.
+   */
+  notify(name: string, afterMs?: number): void;
   /** A job as stored, or null. */
   getJob(name: string, id: string): Promise<StoredJob | null>;
 }
@@ -165,6 +168,9 @@ function bossFor(db: Database): PgBoss {
   if (!url) throw new Error('PostgreSQL job queue needs the database URL');
   return new PgBoss({ ...common, connectionString: url, max: 4, application_name: 'pgboss' });
 }
+
+/** How long after a delayed job falls due its workers are woken (`notify`). */
+const DUE_MARGIN_MS = 25;
 
 export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
   const boss = bossFor(db);
@@ -311,9 +317,15 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
       return stopped;
     },
 
-    notify(name) {
-      const worker = workers.get(name);
-      if (worker) boss.notifyWorker(worker);
+    notify(name, afterMs = 0) {
+      const wake = () => {
+        const worker = workers.get(name);
+        if (worker && !stopping.signal.aborted) boss.notifyWorker(worker);
+      };
+      if (afterMs <= 0) wake();
+      // A little after it falls due: pg-boss compares the job's start time with the database's clock. Later than
+      // a minute, the next poll is soon enough.
+      else if (afterMs < 60_000) setTimeout(wake, afterMs + DUE_MARGIN_MS).unref();
     },
 
     async getJob(name, id) {

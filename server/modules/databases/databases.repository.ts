@@ -487,7 +487,7 @@ class MikroTx implements DatabasesTx {
   async queue<T extends object>(job: JobRef<T>, data: T, delayMs: number) {
     await this.deps.jobs.send(job, data, { em: this.tx, delayMs });
     return () => {
-      if (delayMs < 60_000) setTimeout(() => this.deps.jobs.notify(job.name), delayMs + 25).unref();
+      this.deps.jobs.notify(job.name, delayMs);
     };
   }
 }

@@ -102,7 +102,7 @@ export async function scheduleBuildStep(
     { em: tx, delayMs: opts.delayMs },
   );
   return () => {
-    setTimeout(() => deps.jobs.notify(hostingBuildJob.name), opts.delayMs + 25).unref();
+    deps.jobs.notify(hostingBuildJob.name, opts.delayMs);
   };
 }
 

@@ -87,7 +87,7 @@ export const organizationPurgeJob = defineJob<PurgeJobData>(
 
 async function requeue(deps: AppDeps, data: PurgeJobData, delayMs: number): Promise<void> {
   await deps.jobs.send(organizationPurgeJob, data, { delayMs });
-  setTimeout(() => deps.jobs.notify(organizationPurgeJob.name), delayMs + 25).unref();
+  deps.jobs.notify(organizationPurgeJob.name, delayMs);
 }
 
 /**

@@ -43,7 +43,7 @@ async function queueActivation(ctx: ActorContext, tx: Em, data: ActivateJobData)
   const delayMs = ctx.deps.config.provisioningDelayMs;
   await ctx.deps.jobs.send(vpnActivateJob, data, { em: tx, delayMs });
   return () => {
-    setTimeout(() => ctx.deps.jobs.notify(vpnActivateJob.name), delayMs + 25).unref();
+    ctx.deps.jobs.notify(vpnActivateJob.name, delayMs);
   };
 }
 

@@ -1,19 +1,16 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { expect } from 'chai';
-import {
-  DirectoryBackupStore,
-  type BackupStore,
-} from '../../../server/modules/databases/drivers/backup-store.js';
+import { DirectoryBackupStore } from '../../../server/modules/databases/drivers/backup-store.js';
 import { dumpInto } from '../../../server/modules/databases/drivers/engine-server.js';
 
 /**
  * The dump path of the real drivers (drivers/engine-server.ts, drivers/backup-store.ts), with `sh` standing in for
  * pg_dump and mariadb-dump. A MariaDB backup of a small database was once stored empty (and "restored" into an
  * empty database): the store began reading the tool's output only after an `await`, and Node discards the output
- * of a child that exited unread.
+ * of a child that exited unread. The tools now write the store's file themselves.
  */
 describe('Databases: dumps into the backup store (unit)', () => {
   let dir: string;
@@ -27,21 +24,10 @@ describe('Databases: dumps into the backup store (unit)', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('keeps the whole output of a tool that exits before the store starts reading', async () => {
-    // A store that reads only once the tool has exited: the slowest a real one can be.
-    const late: BackupStore = {
-      ...store,
-      has: (id) => store.has(id),
-      open: (id) => store.open(id),
-      delete: (id) => store.delete(id),
-      async put(id, dump, succeeded = Promise.resolve()) {
-        await succeeded;
-        return store.put(id, dump, succeeded);
-      },
-    };
+  it('keeps the whole output of a tool that exits at once, written by the tool into the store', async () => {
     const size = await dumpInto(
-      late,
-      'backup_late',
+      store,
+      'backup_quick',
       'sh',
       ['-c', "printf 'CREATE TABLE items;\\n-- Dump completed\\n'"],
       {
@@ -50,10 +36,30 @@ describe('Databases: dumps into the backup store (unit)', () => {
         checkOutput: whole,
       },
     );
-    const { file, verified } = await store.open('backup_late');
+    const { file, verified } = await store.open('backup_quick');
     await verified;
     expect(readFileSync(file, 'utf8')).to.equal('CREATE TABLE items;\n-- Dump completed\n');
     expect(size).to.equal(38);
+    expect(statSync(file).mode & 0o777).to.equal(0o600);
+    expect(readdirSync(dir).sort()).to.deep.equal(['backup_quick.dump', 'backup_quick.sha256']);
+  });
+
+  it('a dump that fails leaves a backup already stored under the same id as it was', async () => {
+    await store.put('backup_kept', (file) => writeFile(file, 'first dump'));
+    const err = await store
+      .put('backup_kept', async (file) => {
+        await writeFile(file, 'half of a second');
+        throw new Error('the tool died');
+      })
+      .then(
+        () => null,
+        (e: Error) => e,
+      );
+    expect(err?.message).to.equal('the tool died');
+    const { file, verified } = await store.open('backup_kept');
+    await verified;
+    expect(readFileSync(file, 'utf8')).to.equal('first dump');
+    expect(readdirSync(dir).sort()).to.deep.equal(['backup_kept.dump', 'backup_kept.sha256']);
   });
 
   it('refuses a dump that is not whole (no end marker) and keeps nothing under its id', async () => {
@@ -70,10 +76,12 @@ describe('Databases: dumps into the backup store (unit)', () => {
   });
 
   it('refuses an empty dump, and an empty backup at restore', async () => {
-    const err = await store.put('backup_empty', Readable.from([])).then(
-      () => null,
-      (e: Error) => e,
-    );
+    const err = await store
+      .put('backup_empty', (file) => writeFile(file, ''))
+      .then(
+        () => null,
+        (e: Error) => e,
+      );
     expect(err?.message).to.match(/empty/);
     expect(await store.has('backup_empty')).to.equal(false);
     // One stored empty before this check existed is not restored as an empty database.

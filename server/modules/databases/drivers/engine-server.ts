@@ -1,7 +1,7 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream } from 'node:fs';
-import { PassThrough, type Readable } from 'node:stream';
+import { open } from 'node:fs/promises';
 import { PermanentDriverError, type DatabaseInstance, type InstanceMetrics } from '../databases.driver.js';
 import type { BackupStore } from './backup-store.js';
 
@@ -91,13 +91,12 @@ const ENDS_KEPT = 256;
 
 /**
  * Runs a client tool (pg_dump, pg_restore, mariadb-dump, mariadb) with its secrets in `env` or an options file,
- * never on the command line: stdout streams to `onStdout` (when given), stdin from `stdinFile`. Throws with the
- * tool's last error lines (scrubbed of `secrets`) when it exits non-zero, or when `checkOutput` finds its output
- * not whole.
+ * never on the command line: stdout goes straight into `stdoutFile` (when given; created, mode 0600), stdin comes
+ * from `stdinFile`. Throws with the tool's last error lines (scrubbed of `secrets`) when it exits non-zero, or when
+ * `checkOutput` finds the file it wrote not whole.
  *
- * The tool's stdout is taken over the moment it starts (piped into a stream of our own): a child process whose
- * stdout nobody reads when it exits has that output discarded by Node, so a reader that attaches after an `await`
- * would get nothing from a tool that was quick to finish (a small database's dump) and store an empty dump.
+ * The tool writes its output file itself (the file is its stdout): no byte of a dump passes through this process,
+ * whose event loop also serves the API, and a dump tool's output cannot be lost to a reader that came late.
  */
 export async function runTool(
   command: string,
@@ -106,27 +105,22 @@ export async function runTool(
     env: Record<string, string>;
     secrets: readonly (string | undefined)[];
     stdinFile?: string;
-    /** Reads stdout; `succeeded` settles when the tool has exited (rejected unless with 0 and a whole output). */
-    onStdout?: (stdout: Readable, succeeded: Promise<void>) => Promise<unknown>;
+    stdoutFile?: string;
     /** The reason the output is not whole (an empty or cut dump), or null. */
     checkOutput?: (ends: OutputEnds) => string | null;
     timeoutMs?: number;
   },
 ): Promise<void> {
-  const child = spawn(command, args, {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', ...opts.env },
-    stdio: [opts.stdinFile ? 'pipe' : 'ignore', opts.onStdout ? 'pipe' : 'ignore', 'pipe'],
-  });
-  const ends: OutputEnds = { head: Buffer.alloc(0), tail: Buffer.alloc(0), bytes: 0 };
-  let stdout: PassThrough | undefined;
-  if (opts.onStdout) {
-    stdout = new PassThrough();
-    child.stdout!.on('data', (chunk: Buffer) => {
-      ends.bytes += chunk.length;
-      if (ends.head.length < ENDS_KEPT) ends.head = Buffer.concat([ends.head, chunk]).subarray(0, ENDS_KEPT);
-      ends.tail = Buffer.concat([ends.tail, chunk]).subarray(-ENDS_KEPT);
+  const out = opts.stdoutFile ? await open(opts.stdoutFile, 'wx', 0o600) : null;
+  let child: ChildProcess;
+  try {
+    child = spawn(command, args, {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', ...opts.env },
+      stdio: [opts.stdinFile ? 'pipe' : 'ignore', out ? out.fd : 'ignore', 'pipe'],
     });
-    child.stdout!.pipe(stdout);
+  } finally {
+    // The child holds its own copy of the descriptor from here on.
+    await out?.close();
   }
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
@@ -144,33 +138,44 @@ export async function runTool(
       input.pipe(child.stdin!);
       child.stdin!.on('error', () => {});
     }
-    const incomplete = () => (opts.checkOutput ? opts.checkOutput(ends) : null);
-    const succeeded = exited.then(({ code }) => {
-      if (code !== 0) throw new Error(`${command} did not succeed`);
-      const reason = incomplete();
-      if (reason) throw new Error(`${command}: ${reason}`);
-    });
-    succeeded.catch(() => {});
-    const reading = stdout && opts.onStdout ? opts.onStdout(stdout, succeeded) : Promise.resolve();
-    let readError: unknown;
-    const [{ code, error }] = await Promise.all([exited, reading.catch((err: unknown) => (readError = err))]);
+    const { code, error } = await exited;
     if (error)
       throw new Error(`${command} could not start (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
     if (code !== 0) {
       const tail = scrub(stderr.trim().split('\n').slice(-3).join(' | '), opts.secrets).slice(0, 400);
       throw new Error(`${command} exited with ${code}${tail ? `: ${tail}` : ''}`);
     }
-    const reason = incomplete();
-    if (reason) throw new Error(`${command}: ${reason}`);
-    if (readError) throw readError instanceof Error ? readError : new Error('the dump could not be stored');
+    if (opts.stdoutFile && opts.checkOutput) {
+      const reason = opts.checkOutput(await outputEnds(opts.stdoutFile));
+      if (reason) throw new Error(`${command}: ${reason}`);
+    }
   } finally {
     clearTimeout(timer);
   }
 }
 
+/** The first and last `ENDS_KEPT` bytes of `file`, and its size. */
+async function outputEnds(file: string): Promise<OutputEnds> {
+  const fh = await open(file, 'r');
+  try {
+    const bytes = (await fh.stat()).size;
+    const read = async (position: number, length: number) => {
+      const buf = Buffer.alloc(Math.max(0, length));
+      const { bytesRead } = await fh.read(buf, 0, buf.length, position);
+      return buf.subarray(0, bytesRead);
+    };
+    const head = await read(0, Math.min(ENDS_KEPT, bytes));
+    const tail = await read(Math.max(0, bytes - ENDS_KEPT), Math.min(ENDS_KEPT, bytes));
+    return { head, tail, bytes };
+  } finally {
+    await fh.close();
+  }
+}
+
 /**
- * Runs a dump tool into `store` as `backupId` (PostgreSQL's pg_dump, MariaDB's mariadb-dump): kept only when the
- * tool exited with 0 and `checkOutput` finds the dump whole; its size in bytes. Errors are scrubbed of `secrets`.
+ * Runs a dump tool into `store` as `backupId` (PostgreSQL's pg_dump, MariaDB's mariadb-dump), writing the store's
+ * file itself: kept only when the tool exited with 0 and `checkOutput` finds the dump whole; its size in bytes.
+ * Errors are scrubbed of `secrets`.
  */
 export async function dumpInto(
   store: BackupStore,
@@ -183,18 +188,14 @@ export async function dumpInto(
     checkOutput: (ends: OutputEnds) => string | null;
   },
 ): Promise<number> {
-  let size = 0;
   try {
-    await runTool(command, args, {
-      ...opts,
-      onStdout: async (out, succeeded) => {
-        size = (await store.put(backupId, out, succeeded)).sizeBytes;
-      },
-    });
+    const { sizeBytes } = await store.put(backupId, (file) =>
+      runTool(command, args, { ...opts, stdoutFile: file }),
+    );
+    return sizeBytes;
   } catch (err) {
     throw safeError(err, opts.secrets);
   }
-  return size;
 }
 
 /** An error for the API's own records: its message scrubbed of `secrets`, at most 400 characters. */
