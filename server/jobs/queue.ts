@@ -43,6 +43,10 @@ export interface JobOptions {
   expireInSeconds?: number;
   /** Jobs fetched per poll. They run one after the other; each completes or fails on its own. */
   batchSize?: number;
+  /**
+   * Seconds between two looks for jobs (default {@link DEFAULT_POLLING_SECONDS}). A job sent by this process, its
+   * retries and a delayed job due within a minute wake the worker themselves (`notify`); polling finds the others.
+   */
   pollingIntervalSeconds?: number;
 }
 
@@ -172,6 +176,12 @@ function bossFor(db: Database): PgBoss {
 /** How long after a delayed job falls due its workers are woken (`notify`). */
 const DUE_MARGIN_MS = 25;
 
+/**
+ * Seconds between two looks for jobs of a queue, pg-boss's own default: each look is a query, and a server runs
+ * about thirty queues (every half second, as before, that was a query every 20 ms on an idle server).
+ */
+export const DEFAULT_POLLING_SECONDS = 2;
+
 export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
   const boss = bossFor(db);
   boss.on('error', (err) => log.error({ err }, 'job queue error'));
@@ -215,6 +225,7 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
             { err, job: job.id, queue: def.name, retryCount: job.retryCount, willRetry },
             'job failed',
           );
+          if (willRetry) wakeForRetry(def, job.retryCount);
           results.push({
             id: job.id,
             status: 'failed',
@@ -229,6 +240,29 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
       if (worker && !stopping.signal.aborted) boss.notifyWorker(worker);
     }
     return results;
+  }
+
+  /**
+   * Wakes the queue's workers when a failed job's retry falls due (pg-boss: `retryDelaySeconds` later, or with
+   * `retryBackoff` between 2^n and 2^(n+1) times that after the n-th retry): at both ends of that window.
+   */
+  function wakeForRetry(def: JobDefinition<never>, retryCount: number) {
+    const delayMs = (def.retryDelaySeconds ?? 1) * 1000;
+    if (!def.retryBackoff) return notify(def.name, delayMs);
+    const base = Math.max(delayMs, 1000) * 2 ** Math.min(16, retryCount);
+    notify(def.name, base);
+    notify(def.name, 2 * base);
+  }
+
+  function notify(name: string, afterMs = 0) {
+    const wake = () => {
+      const worker = workers.get(name);
+      if (worker && !stopping.signal.aborted) boss.notifyWorker(worker);
+    };
+    if (afterMs <= 0) wake();
+    // A little after it falls due: pg-boss compares the job's start time with the database's clock. Later than
+    // a minute, the next poll is soon enough.
+    else if (afterMs < 60_000) setTimeout(wake, afterMs + DUE_MARGIN_MS).unref();
   }
 
   async function stopNow(timeoutMs: number) {
@@ -259,7 +293,10 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
       if (opts.delayMs && opts.delayMs > 0) options.startAfter = new Date(Date.now() + opts.delayMs);
       if (opts.singletonKey) options.singletonKey = opts.singletonKey;
       if (opts.em) options.db = emExecutor(opts.em);
-      return boss.send(name, data, options);
+      const id = await boss.send(name, data, options);
+      // Sent outside a transaction, the job is there now; one sent inside waits for its commit (the caller wakes).
+      if (!opts.em) notify(name, opts.delayMs);
+      return id;
     },
 
     async start() {
@@ -294,7 +331,7 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
           def.name,
           {
             batchSize: def.batchSize ?? 1,
-            pollingIntervalSeconds: def.pollingIntervalSeconds ?? 0.5,
+            pollingIntervalSeconds: def.pollingIntervalSeconds ?? DEFAULT_POLLING_SECONDS,
             heartbeatRefreshSeconds: JOB_HEARTBEAT_REFRESH_SECONDS,
             includeMetadata: true,
             perJobResults: true,
@@ -317,16 +354,7 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
       return stopped;
     },
 
-    notify(name, afterMs = 0) {
-      const wake = () => {
-        const worker = workers.get(name);
-        if (worker && !stopping.signal.aborted) boss.notifyWorker(worker);
-      };
-      if (afterMs <= 0) wake();
-      // A little after it falls due: pg-boss compares the job's start time with the database's clock. Later than
-      // a minute, the next poll is soon enough.
-      else if (afterMs < 60_000) setTimeout(wake, afterMs + DUE_MARGIN_MS).unref();
-    },
+    notify,
 
     async getJob(name, id) {
       const [job] = await boss.findJobs<unknown>(name, { id });

@@ -71,6 +71,7 @@ export async function requestPasswordReset(ctx: RequestContext, input: TRequestP
   await repository.transaction(ctx.em, async (tx) => {
     await ctx.deps.jobs.send(sendPasswordResetJob, { email }, { em: tx });
   });
+  ctx.deps.jobs.notify(sendPasswordResetJob.name);
   return { success: true as const, message: RESET_REQUESTED };
 }
 

@@ -87,7 +87,6 @@ export const organizationPurgeJob = defineJob<PurgeJobData>(
 
 async function requeue(deps: AppDeps, data: PurgeJobData, delayMs: number): Promise<void> {
   await deps.jobs.send(organizationPurgeJob, data, { delayMs });
-  deps.jobs.notify(organizationPurgeJob.name, delayMs);
 }
 
 /**
@@ -100,7 +99,6 @@ export const organizationPurgeResumer = {
     const repository = deps.modules.organization.repository;
     const ids = await repository.deletedOrganizationIds(repository.fork());
     for (const id of ids) await deps.jobs.send(organizationPurgeJob, { organization_id: id });
-    if (ids.length > 0) deps.jobs.notify(organizationPurgeJob.name);
     return { stop: async () => {} };
   },
 };
