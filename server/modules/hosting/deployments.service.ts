@@ -10,7 +10,7 @@ import type { HostingRepository } from './hosting.repository.js';
 import { shortId, toDeploymentDto, toSiteDetailDto } from './hosting.dto.js';
 import { edgeRoutesChanged } from './edge.js';
 import { openEnvironment } from './site-environment.js';
-import { completeDeployment, scheduleBuildStep, startNextBuild } from './hosting.jobs.js';
+import { buildPaceMs, completeDeployment, scheduleBuildStep, startNextBuild } from './hosting.jobs.js';
 import type { HostingDeployment } from './hosting-deployment.entity.js';
 import type { HostingSite } from './hosting-site.entity.js';
 import type {
@@ -62,7 +62,7 @@ async function newDeploymentId(repository: HostingRepository, tx: Em, slug: stri
  */
 export async function deploy(ctx: ActorContext, input: TDeployInput): Promise<TDeploymentOutput> {
   const { deps } = ctx;
-  const paceMs = deps.config.provisioningDelayMs;
+  const paceMs = buildPaceMs(deps);
   const builder = deps.config.hosting.builder;
   const repository = repositoryOf(deps);
   const { site, deployment, wake } = await repository.transaction(ctx.em, async (tx) => {
@@ -163,14 +163,14 @@ export async function getLogs(ctx: ActorContext, input: TLogsInput): Promise<TLo
 
 /**
  * `queued` or `building` → `canceled` (anything else: 409). A canceled build writes nothing more and never becomes
- * live; the next queued deployment of the site starts after the provisioning delay.
+ * live; the next queued deployment of the site starts after the provisioning delay (simulated builds; real ones at once).
  */
 export async function cancelDeployment(
   ctx: ActorContext,
   input: TCancelDeploymentInput,
 ): Promise<TDeploymentOutput> {
   const { deps } = ctx;
-  const paceMs = deps.config.provisioningDelayMs;
+  const paceMs = buildPaceMs(deps);
   const repository = repositoryOf(deps);
   const { site, deployment, event, wake } = await repository.transaction(ctx.em, async (tx) => {
     const site = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, { lock: true });

@@ -81,6 +81,14 @@ export async function collectOrphanArtifacts(deps: AppDeps): Promise<{ removed: 
 }
 
 /** The time between two steps of a building deployment. */
+/**
+ * The wait before a queued build starts (and between a site's builds): `PROVISIONING_DELAY_MS` for the simulated
+ * builder, whose steps it paces; none for real builds, which take the time they take (docs/hosting.md).
+ */
+export function buildPaceMs(deps: AppDeps): number {
+  return deps.modules.hosting.driver.kind === 'steps' ? deps.config.provisioningDelayMs : 0;
+}
+
 export function stepDelayMs(paceMs: number, driver: HostingDriver): number {
   return Math.round(paceMs / Math.max(1, (driver.kind === 'steps' ? driver.steps : 2) - 1));
 }
@@ -304,7 +312,7 @@ export async function advanceBuilds(deps: AppDeps, data: BuildJobData, job?: Job
 export async function resumeBuilds(deps: AppDeps): Promise<number> {
   const { repository, driver } = deps.modules.hosting;
   const rows = await repository.sitesWithUnfinishedBuilds();
-  const paceMs = deps.config.provisioningDelayMs;
+  const paceMs = buildPaceMs(deps);
   for (const siteId of rows) {
     const after = await repository.transaction(repository.fork(), async (tx) => {
       const site = await lockSite(deps, tx, siteId);
