@@ -24,6 +24,23 @@ export async function recreatePostgresDatabase(url: string): Promise<void> {
   }
 }
 
+/** Drops a database that recreatePostgresDatabase made (same rules for its name). */
+export async function dropPostgresDatabase(url: string): Promise<void> {
+  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z0-9_]+$/.test(name) || ['test', 'postgres', 'template0', 'template1'].includes(name)) {
+    throw new Error(`refusing to drop "${name}"`);
+  }
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`drop database if exists "${name}" with (force)`);
+  } finally {
+    await client.end();
+  }
+}
+
 const UPGRADE_SQL = `update organizations set plan = 'enterprise'`;
 
 /**
