@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { recreatePostgresDatabase, upgradeAllToEnterprise } from './lib/database.js';
 import type { BenchContext } from './lib/plugin.js';
-import { freePort, SERVER_SCRIPT, startServerProcess, type ServerHandle } from './lib/processes.js';
+import {
+  developmentServerEnv,
+  freePort,
+  restCaller,
+  SERVER_SCRIPT,
+  startServerProcess,
+  type ServerHandle,
+} from './lib/processes.js';
 
 /**
  * Real databases (docs/databases.md, "Databases", Real servers) on the PostgreSQL of this machine: the time from a create to
@@ -66,22 +73,17 @@ export async function bench(ctx: BenchContext): Promise<void> {
     const port = await freePort();
     return {
       port,
-      env: {
-        NODE_ENV: 'development',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        LOG_LEVEL: 'warn',
+      env: developmentServerEnv(port, {
         DATA_DIR: dir,
         JWT_SECRET: ctx.jwtSecret,
         BCRYPT_COST: '4',
-        RATE_LIMIT_BURST: '1000000',
         OWNER_EMAIL: OWNER.email,
         OWNER_PASSWORD: OWNER.password,
         DATABASE_HOSTS: `postgresql@us-east=${ADMIN}`,
         BACKUP_DIR: join(dir, 'backups'),
         DATABASE_DELETION_GRACE: '0s',
         ...(API_ON_PGLITE ? {} : { DATABASE_URL: apiUrl.href }),
-      },
+      }),
     };
   };
   const start = async (name: string) => {
@@ -94,17 +96,7 @@ export async function bench(ctx: BenchContext): Promise<void> {
       API_ON_PGLITE ? { kind: 'pglite', dir: join(dir, 'pglite') } : { kind: 'postgresql', url: apiUrl.href },
     );
     server = await start('real databases');
-    const call = async <T>(method: string, path: string, body?: unknown, token?: string) => {
-      const res = await fetch(`${server!.baseUrl}${path}`, {
-        method,
-        headers: {
-          'content-type': 'application/json',
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: res.status, body: (await res.json()) as T };
-    };
+    const call = restCaller(server.baseUrl);
     const login = await call<{ token?: string }>('POST', '/v1/auth/login', OWNER);
     const token = login.body.token;
     if (!token) throw new Error(`login answered ${login.status}`);

@@ -25,7 +25,14 @@ import { commitFiles, newRepo, startGitServer, type GitServer } from '../tests/s
 import { dropPostgresDatabase, recreatePostgresDatabase } from './lib/database.js';
 import { measureLoad, type LoadResult } from './lib/load.js';
 import type { BenchContext } from './lib/plugin.js';
-import { freePort, SERVER_SCRIPT, startServerProcess, type ServerHandle } from './lib/processes.js';
+import {
+  developmentServerEnv,
+  freePort,
+  restCaller,
+  SERVER_SCRIPT,
+  startServerProcess,
+  type ServerHandle,
+} from './lib/processes.js';
 
 const HOST = 'bench.sites.bench';
 const DEPLOYMENT = 'dep_bench0000000000000000';
@@ -282,36 +289,21 @@ async function deployToFirstByte(ctx: BenchContext): Promise<void> {
       script: SERVER_SCRIPT,
       port,
       healthPath: '/readyz',
-      env: {
-        NODE_ENV: 'development',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        LOG_LEVEL: 'warn',
+      env: developmentServerEnv(port, {
         DATA_DIR: join(dir, 'data'),
         DATABASE_URL: dbUrl.href,
         JWT_SECRET: ctx.jwtSecret,
         BCRYPT_COST: '4',
-        RATE_LIMIT_BURST: '1000000',
         OWNER_EMAIL: REAL_OWNER.email,
         OWNER_PASSWORD: REAL_OWNER.password,
         BUILDER: 'local',
         EDGE_PORT: String(edgePort),
         SITES_DOMAIN: 'sites.bench',
         WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-      },
+      }),
     });
     const baseUrl = server.baseUrl;
-    const call = async <T>(method: string, path: string, body?: unknown, token?: string) => {
-      const res = await fetch(`${baseUrl}${path}`, {
-        method,
-        headers: {
-          'content-type': 'application/json',
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: res.status, body: (await res.json()) as T };
-    };
+    const call = restCaller(baseUrl);
     const login = await call<{ token?: string }>('POST', '/v1/auth/login', REAL_OWNER);
     const token = login.body.token;
     if (!token) throw new Error(`login answered ${login.status}`);

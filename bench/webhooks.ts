@@ -19,7 +19,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { recreatePostgresDatabase } from './lib/database.js';
 import type { BenchContext } from './lib/plugin.js';
-import { SERVER_SCRIPT, freePort, startServerProcess } from './lib/processes.js';
+import { developmentServerEnv, SERVER_SCRIPT, freePort, startServerProcess } from './lib/processes.js';
 import { fmt } from './lib/report.js';
 
 const TARGET_RATE = 500;
@@ -158,21 +158,16 @@ export async function bench(ctx: BenchContext): Promise<void> {
     script: SERVER_SCRIPT,
     port,
     healthPath: '/readyz',
-    env: {
-      NODE_ENV: 'development',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
+    env: developmentServerEnv(port, {
       DATABASE_URL: dbUrl.toString(),
       DATA_DIR: dataDir,
       JWT_SECRET: randomBytes(48).toString('base64url'),
       BCRYPT_COST: '10',
-      RATE_LIMIT_BURST: '1000000',
       AUTH_RATE_LIMIT: '1000000',
       OWNER_EMAIL: owner.email,
       OWNER_PASSWORD: owner.password,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    },
+    }),
   });
   const client = new pg.Client({ connectionString: dbUrl.toString() });
   await client.connect();

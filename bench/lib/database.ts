@@ -1,10 +1,9 @@
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 
-/** Drops and creates the bench's own PostgreSQL database, so every run starts empty. Never `test` or `postgres`. */
-export async function recreatePostgresDatabase(url: string): Promise<void> {
-  const target = new URL(url);
-  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+/** The name of a bench's own database in `url`, checked: never `test`, `postgres` or a template. */
+function benchDatabaseName(url: string): string {
+  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
   if (!/^[A-Za-z0-9_]+$/.test(name))
     throw new Error(`bench database name must be [A-Za-z0-9_]+, got "${name}"`);
   if (['test', 'postgres', 'template0', 'template1'].includes(name)) {
@@ -12,33 +11,31 @@ export async function recreatePostgresDatabase(url: string): Promise<void> {
       `the bench drops its database; refusing to use "${name}" (choose a dedicated one such as bench)`,
     );
   }
+  return name;
+}
+
+/** Runs `statements` on the server of `url`, connected to its `postgres` database. */
+async function onServer(url: string, statements: string[]): Promise<void> {
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
   try {
-    await client.query(`drop database if exists "${name}" with (force)`);
-    await client.query(`create database "${name}"`);
+    for (const sql of statements) await client.query(sql);
   } finally {
     await client.end();
   }
 }
 
+/** Drops and creates the bench's own PostgreSQL database, so every run starts empty. */
+export async function recreatePostgresDatabase(url: string): Promise<void> {
+  const name = benchDatabaseName(url);
+  await onServer(url, [`drop database if exists "${name}" with (force)`, `create database "${name}"`]);
+}
+
 /** Drops a database that recreatePostgresDatabase made (same rules for its name). */
 export async function dropPostgresDatabase(url: string): Promise<void> {
-  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
-  if (!/^[A-Za-z0-9_]+$/.test(name) || ['test', 'postgres', 'template0', 'template1'].includes(name)) {
-    throw new Error(`refusing to drop "${name}"`);
-  }
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    await client.query(`drop database if exists "${name}" with (force)`);
-  } finally {
-    await client.end();
-  }
+  await onServer(url, [`drop database if exists "${benchDatabaseName(url)}" with (force)`]);
 }
 
 const UPGRADE_SQL = `update organizations set plan = 'enterprise'`;

@@ -168,3 +168,33 @@ export async function startServerProcess(opts: {
     },
   };
 }
+
+/**
+ * The environment of a server a bench starts on its own in development mode (loopback HTTP allowed): on `port`,
+ * logging warnings only, with no burst limit, and `env` (its database, secrets, owner, drivers) on top.
+ */
+export function developmentServerEnv(port: number, env: Record<string, string>): Record<string, string> {
+  return {
+    NODE_ENV: 'development',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_BURST: '1000000',
+    ...env,
+  };
+}
+
+/** JSON calls to a server's REST API, with a bearer token when given: the status and the parsed body. */
+export function restCaller(baseUrl: string) {
+  return async <T>(method: string, path: string, body?: unknown, token?: string) => {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        'content-type': 'application/json',
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as T };
+  };
+}
