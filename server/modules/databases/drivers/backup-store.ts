@@ -6,9 +6,9 @@ import { pipeline } from 'node:stream/promises';
 import { PermanentDriverError } from '../databases.driver.js';
 
 /**
- * Where the dumps of real databases are kept (docs/databases.md, "Databases", Backups; docs/deploying.md). An interface, so that
- * an object store can take the place of the directory: a dump is written into a file of the store's under the backup's id, with its SHA-256,
- * and read back (checked against it) to restore.
+ * Where the dumps of real databases are kept (docs/databases.md, "Databases", Backups; docs/deploying.md). An
+ * interface, so that an object store can take the place of the directory: a dump is written into a file of the
+ * store's under the backup's id, with its SHA-256, and read back (checked against it) to restore.
  */
 export interface BackupStore {
   /**
