@@ -1,3 +1,4 @@
+import { pbkdf2 } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -42,6 +43,28 @@ describe('Databases: dumps into the backup store (unit)', () => {
     expect(size).to.equal(38);
     expect(statSync(file).mode & 0o777).to.equal(0o600);
     expect(readdirSync(dir).sort()).to.deep.equal(['backup_quick.dump', 'backup_quick.sha256']);
+  });
+
+  it('keeps the output of a tool that exits while its file is still being closed (a busy thread pool)', async () => {
+    // Every thread of libuv's pool busy for a while: closing the file the tool writes waits for one, and the tool
+    // has exited (its `close` event gone by) before the wait is over. The exit must not be missed.
+    const busy = Array.from(
+      { length: 8 },
+      () =>
+        new Promise<void>((resolve, reject) =>
+          pbkdf2('x', 'salt', 2_000_000, 32, 'sha256', (err) => (err ? reject(err) : resolve())),
+        ),
+    );
+    const size = await dumpInto(
+      store,
+      'backup_busy',
+      'sh',
+      ['-c', "printf 'CREATE TABLE items;\\n-- Dump completed\\n'"],
+      { env: {}, secrets: [], checkOutput: whole },
+    );
+    await Promise.all(busy);
+    expect(size).to.equal(38);
+    expect(await store.has('backup_busy')).to.equal(true);
   });
 
   it('a dump that fails leaves a backup already stored under the same id as it was', async () => {

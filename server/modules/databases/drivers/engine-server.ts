@@ -113,23 +113,25 @@ export async function runTool(
 ): Promise<void> {
   const out = opts.stdoutFile ? await open(opts.stdoutFile, 'wx', 0o600) : null;
   let child: ChildProcess;
+  let stderr = '';
+  let exited: Promise<{ code: number | null; error?: Error }>;
   try {
     child = spawn(command, args, {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', ...opts.env },
       stdio: [opts.stdinFile ? 'pipe' : 'ignore', out ? out.fd : 'ignore', 'pipe'],
     });
+    // Listened to before anything is awaited: a quick tool can have exited (and its `close` gone by) meanwhile.
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString('utf8')).slice(-4000);
+    });
+    exited = new Promise((resolve) => {
+      child.on('error', (error) => resolve({ code: null, error }));
+      child.on('close', (code) => resolve({ code }));
+    });
   } finally {
     // The child holds its own copy of the descriptor from here on.
     await out?.close();
   }
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString('utf8')).slice(-4000);
-  });
-  const exited = new Promise<{ code: number | null; error?: Error }>((resolve) => {
-    child.on('error', (error) => resolve({ code: null, error }));
-    child.on('close', (code) => resolve({ code }));
-  });
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 3_600_000);
   try {
     if (opts.stdinFile) {
