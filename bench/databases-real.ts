@@ -13,6 +13,7 @@ import {
   startServerProcess,
   type ServerHandle,
 } from './lib/processes.js';
+import { median } from './lib/stats.js';
 
 /**
  * Real databases (docs/databases.md, "Databases", Real servers) on the PostgreSQL of this machine: the time from a create to
@@ -164,7 +165,6 @@ export async function bench(ctx: BenchContext): Promise<void> {
     ];
     // Three rounds, each pg_dump alone then a backup through the API (medians): one of each swings by a third
     // from run to run on a shared 2-core machine.
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const alone: number[] = [];
     const through: number[] = [];
     let backupId = '';

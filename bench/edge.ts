@@ -33,6 +33,7 @@ import {
   startServerProcess,
   type ServerHandle,
 } from './lib/processes.js';
+import { median } from './lib/stats.js';
 
 const HOST = 'bench.sites.bench';
 const DEPLOYMENT = 'dep_bench0000000000000000';
@@ -130,12 +131,23 @@ function startChild(
   });
 }
 
-/** One GET with `Host` (which fetch() would not send as given): its status and ETag once the body is read. */
-function get(port: number, path: string): Promise<{ status: number; etag: string }> {
+/** One GET with `Host` (which fetch() would not send as given, `HOST` unless told): its status, ETag and body. */
+function get(
+  port: number,
+  path: string,
+  host = HOST,
+): Promise<{ status: number; etag: string; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, headers: { host: HOST } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, etag: String(res.headers.etag ?? '') }));
+    const req = http.request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          etag: String(res.headers.etag ?? ''),
+          body: Buffer.concat(chunks).toString(),
+        }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -240,27 +252,15 @@ fs.writeFileSync('build/index.html', '<!doctype html><title>${title}</title><p>$
   };
 }
 
-/** One GET of the edge with `Host`, and its body. */
-function edgeGet(port: number, host: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/', headers: { host } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 /**
  * The time from a deploy to the first byte a user gets of the new build. A server of its own (NODE_ENV=development,
  * BUILDER=local, the default bubblewrap sandbox, an edge port, SITES_DOMAIN=sites.bench, DATA_DIR in a temporary
  * directory) on a PostgreSQL database of its own (`<bench database>_edge_real`, dropped afterwards), so that no
  * other server takes its build jobs; WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets the build fetch from the loopback
- * `http://` Git server (docs/hosting.md, "Fetching"). A real build starts as soon as it is queued (PROVISIONING_DELAY_MS
- * paces only the simulated builder); the figures below show the wait apart all the same. Three rounds, each a new commit with its own title and a new deployment; the edge
- * is polled every 20 ms from the deploy request on, until `GET /` answers 200 with that title.
+ * `http://` Git server (docs/hosting.md, "Fetching"). A real build starts as soon as it is queued
+ * (PROVISIONING_DELAY_MS paces only the simulated builder); the figures below show the wait apart all the same.
+ * Three rounds, each a new commit with its own title and a new deployment; the edge is polled every 20 ms from the
+ * deploy request on, until `GET /` answers 200 with that title.
  */
 async function deployToFirstByte(ctx: BenchContext): Promise<void> {
   const { report } = ctx;
@@ -302,8 +302,7 @@ async function deployToFirstByte(ctx: BenchContext): Promise<void> {
         WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       }),
     });
-    const baseUrl = server.baseUrl;
-    const call = restCaller(baseUrl);
+    const call = restCaller(server.baseUrl);
     const login = await call<{ token?: string }>('POST', '/v1/auth/login', REAL_OWNER);
     const token = login.body.token;
     if (!token) throw new Error(`login answered ${login.status}`);
@@ -355,7 +354,7 @@ async function deployToFirstByte(ctx: BenchContext): Promise<void> {
       }
       const id = posted.body.deployment.id;
       for (let polls = 1; ; polls++) {
-        const page = await edgeGet(edgePort, host).catch(() => ({ status: 0, body: '' }));
+        const page = await get(edgePort, '/', host).catch(() => ({ status: 0, body: '' }));
         if (page.status === 200 && page.body.includes(`<title>${title}</title>`)) break;
         const elapsed = performance.now() - started;
         // Now and then (every second or so), whether the build failed, which the edge alone would never say.
@@ -381,7 +380,6 @@ async function deployToFirstByte(ctx: BenchContext): Promise<void> {
         served.push(firstByteWall - Date.parse(d.completed_at));
       }
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     report.figure('deploy → first byte of a real small build (BUILDER=local, bwrap)', median(total), 'ms');
     report.note(
       `median of ${REAL_ROUNDS} rounds; fastest ${Math.round(Math.min(...total))} ms, ` +

@@ -10,6 +10,7 @@ import pg from 'pg';
 import type { BenchContext } from './lib/plugin.js';
 import { listAgainstBaseline } from './lib/list-baseline.js';
 import { fmt } from './lib/report.js';
+import { percentile } from './lib/stats.js';
 
 const SITES = 1000;
 const TARGET_RATIO = 0.5;
@@ -156,9 +157,6 @@ function follow(ctx: BenchContext, path: string): Promise<Follower> {
     req.end();
   });
 }
-
-const percentile = (sorted: number[], p: number) =>
-  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN;
 
 async function followerFigures(ctx: BenchContext): Promise<void> {
   ctx.report.section(`Hosting: ${FOLLOWERS} Server-Sent Events followers of one build, ${BUILDS} builds`);

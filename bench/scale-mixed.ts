@@ -20,6 +20,7 @@ import { ownEnterpriseOrganization } from './lib/organization.js';
 import type { BenchContext } from './lib/plugin.js';
 import { freePort, startServerProcess, type ServerHandle } from './lib/processes.js';
 import { fmt } from './lib/report.js';
+import { median, percentile } from './lib/stats.js';
 
 const MIX_SECONDS = Number(process.env.BENCH_MIXED_SECONDS ?? 60);
 const IDLE_SECONDS = 30;
@@ -64,10 +65,6 @@ function timed(name: string, req: Req): Req {
       req.onResponse?.(status, body, c);
     },
   };
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN;
 }
 
 let conns = 0;
@@ -321,10 +318,9 @@ export async function bench(ctx: BenchContext): Promise<void> {
           `GET /v1/auth/me round ${round + 1}: ${fmt(ours)} req/s against ${fmt(base)} req/s (load ${load()})`,
         );
       }
-      ratios.sort((a, b) => a - b);
-      ctx.report.figure('GET /v1/auth/me ÷ Fastify + pg route (median)', ratios[ratios.length >> 1]!, '', {
+      ctx.report.figure('GET /v1/auth/me ÷ Fastify + pg route (median)', median(ratios), '', {
         target: `≥ ${GOAL_ME_RATIO}`,
-        met: ratios[ratios.length >> 1]! >= GOAL_ME_RATIO,
+        met: median(ratios) >= GOAL_ME_RATIO,
       });
     } finally {
       await baseline.stop();

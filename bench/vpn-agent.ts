@@ -8,6 +8,7 @@ import { generateWireguardKeyPair } from '../server/modules/vpn/wireguard.js';
 import { ownEnterpriseOrganization } from './lib/organization.js';
 import type { BenchContext } from './lib/plugin.js';
 import { fmt } from './lib/report.js';
+import { median } from './lib/stats.js';
 
 const SERVERS = 100;
 const PEERS_PER_SERVER = 10;
@@ -19,8 +20,6 @@ function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export async function bench(ctx: BenchContext): Promise<void> {
   ctx.report.section(

@@ -21,6 +21,7 @@ import { recreatePostgresDatabase } from './lib/database.js';
 import type { BenchContext } from './lib/plugin.js';
 import { developmentServerEnv, SERVER_SCRIPT, freePort, startServerProcess } from './lib/processes.js';
 import { fmt } from './lib/report.js';
+import { percentile } from './lib/stats.js';
 
 const TARGET_RATE = 500;
 const TARGET_P50_MS = 200;
@@ -136,10 +137,6 @@ async function insertFailedDeliveries(client: pg.Client, webhookId: string, orgI
       values,
     );
   }
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 export async function bench(ctx: BenchContext): Promise<void> {
