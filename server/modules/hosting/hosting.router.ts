@@ -117,9 +117,9 @@ const siteProcedures = router({
         tags,
         summary: 'Deploy a site',
         description:
-          'Queues a build (`queued`); the site builds one deployment at a time, oldest first: `building` after ' +
-          'the provisioning delay, then `success` (it becomes live; `hosting.deployment.succeeded`) or `failed` ' +
-          '(`hosting.deployment.failed`).',
+          'Queues a build (`queued`); the site builds one deployment at a time, oldest first: `building` at once ' +
+          'for a real build (`BUILDER=local`), after the provisioning delay for a simulated one, then `success` ' +
+          '(it becomes live; `hosting.deployment.succeeded`) or `failed` (`hosting.deployment.failed`).',
       },
       successStatus: 202,
     })
