@@ -412,9 +412,15 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
       // parents of the hidden directories), so the write may succeed there; it must never reach the real one.
       `touch ${hostProbe} 2>/dev/null || true`,
       `if [ "$(id -u)" = 0 ]; then echo LEAK root; exit 1; fi`,
-      'echo probes done && npm run build',
-    ].join('; ');
-    const site = await newSite(s.baseUrl, owner.token, { git_repo: repoUrl, build_command: probe });
+      'echo probes done',
+    ].join('\n');
+    // The probes name paths of this checkout and of temporary directories, as long as they happen to be: they run
+    // from a script of the repository rather than from a build command of at most 1,000 characters.
+    commitFiles(newRepo(root, 'probes'), { ...siteFiles('probes'), 'probe.sh': `${probe}\n` }, 'probes');
+    const site = await newSite(s.baseUrl, owner.token, {
+      git_repo: gitServer.url('probes'),
+      build_command: 'sh probe.sh && npm run build',
+    });
     const d = await newDeployment(s.baseUrl, owner.token, site.id);
     const done = await waitForDeployment(s.baseUrl, owner.token, site.id, d.id, undefined, 90_000);
     const logs = (await logsOf(s.baseUrl, owner.token, site.id, d.id)).logs as { message: string }[];
