@@ -14,6 +14,9 @@ export default tseslint.config(
       'dist/**',
       // Type-checked on its own against generated types (tests/openapi/typed-client.test.ts).
       'tests/openapi/typed-client/**',
+      // Mocha's configuration (the test tiers): plain CommonJS that mocha loads before tsx, outside the TypeScript
+      // program.
+      '.mocharc.cjs',
     ],
   },
   js.configs.recommended,

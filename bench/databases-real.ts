@@ -83,6 +83,8 @@ export async function bench(ctx: BenchContext): Promise<void> {
         DATABASE_HOSTS: `postgresql@us-east=${ADMIN}`,
         BACKUP_DIR: join(dir, 'backups'),
         DATABASE_DELETION_GRACE: '0s',
+        // This machine's PostgreSQL (max_connections 100) holds the bench's two databases beside the test suite's.
+        DATABASE_SERVER_MAX_CONNECTIONS: '100000',
         ...(API_ON_PGLITE ? {} : { DATABASE_URL: apiUrl.href }),
       }),
     };

@@ -5,10 +5,10 @@
 // database: what is measured is the edge's own work (Host → deployment, manifest, send), which a route cache
 // keeps off the database on a hot path anyway.
 //
-// Then a real deploy, as a user makes one (docs/hosting.md, "A real site from a local repository"): a server of its
-// own with BUILDER=local and an edge port, a repository made here and served over Git's smart HTTP on loopback, a
-// site created through the REST API, and the time from the deploy request to the first `GET /` on the edge that
-// answers 200 with the new build's page.
+// Then a real deploy, as a user makes one (docs/hosting.md, "A real site from a local repository, in a few commands"):
+// a server of its own with BUILDER=local and an edge port, a repository made here and served over Git's smart HTTP on
+// loopback, a site created through the REST API, and the time from the deploy request to the first `GET /` on the edge
+// that answers 200 with the new build's page.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';

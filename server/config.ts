@@ -4,6 +4,7 @@ import { createSecureContext } from 'node:tls';
 import { z } from 'zod';
 import { parseDuration, parseDurationList } from './lib/time.js';
 import { databaseHostsText, parseDatabaseHosts, type DatabaseHost } from './lib/database-hosts.js';
+import { parseDnsServers } from './lib/dns.js';
 
 const bool = (name: string) =>
   z
@@ -39,6 +40,48 @@ const duration = (name: string, minMs: number, maxMs: number) =>
       }
       return ms;
     });
+
+/** A size such as `512MiB`, `2GiB` or `1.5GB` (a bare number is bytes), between `min` and `max` bytes. */
+const size = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .transform((s, ctx) => {
+      const bytes = parseSize(s);
+      if (bytes === undefined || bytes < min || bytes > max) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${name} must be a size such as 512MiB or 2GiB, from ${min} to ${max} bytes`,
+        });
+        return z.NEVER;
+      }
+      return bytes;
+    });
+
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  tb: 1e12,
+  k: 1024,
+  kib: 1024,
+  m: 1024 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gib: 1024 ** 3,
+  t: 1024 ** 4,
+  tib: 1024 ** 4,
+};
+
+/** Bytes of a size such as `512MiB`, `2GiB`, `1.5GB`, `100k` (binary for `K`/`KiB`…, decimal for `KB`…). */
+export function parseSize(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text.trim());
+  const unit = m ? SIZE_UNITS[m[2]!.toLowerCase()] : undefined;
+  if (!m || unit === undefined) return undefined;
+  return Math.floor(Number(m[1]) * unit);
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -170,10 +213,27 @@ const ZEnv = z.object({
   BUILD_SANDBOX: z.enum(['bwrap', 'none'], { error: 'BUILD_SANDBOX must be bwrap or none' }).default('bwrap'),
   BUILD_TIMEOUT: duration('BUILD_TIMEOUT', 1000, 3_600_000).default(10 * 60_000),
   BUILD_CONCURRENCY: int('BUILD_CONCURRENCY', 1, 64).default(2),
+  BUILD_MEMORY_LIMIT: size('BUILD_MEMORY_LIMIT', 64 * 1024 ** 2, 1024 ** 4).default(2 * 1024 ** 3),
+  BUILD_DISK_LIMIT: size('BUILD_DISK_LIMIT', 1024 ** 2, 1024 ** 4).default(2 * 1024 ** 3),
+  BUILD_CONCURRENCY_PER_ORGANIZATION: int('BUILD_CONCURRENCY_PER_ORGANIZATION', 1, 64).default(1),
+  BUILD_LOG_MAX_LINES: int('BUILD_LOG_MAX_LINES', 100, 1_000_000).default(20_000),
   ARTIFACTS_DIR: z.string().trim().min(1).optional(),
   ARTIFACT_MAX_MB: int('ARTIFACT_MAX_MB', 1, 100_000).default(200),
   EDGE_PORT: int('EDGE_PORT', 0, 65535).optional(),
   EDGE_HOST: z.string().trim().min(1).optional(),
+  /** Where domain verification looks up TXT records (docs/sites.md, "Custom domains"); unset: the system's resolver. */
+  DNS_SERVERS: z
+    .string()
+    .trim()
+    .transform((s, ctx) => {
+      const parsed = parseDnsServers(s);
+      if ('error' in parsed) {
+        ctx.addIssue({ code: 'custom', message: parsed.error });
+        return z.NEVER;
+      }
+      return parsed.servers;
+    })
+    .optional(),
   BACKUP_INTERVAL: duration('BACKUP_INTERVAL', 100, 366 * 86_400_000).default(24 * 3_600_000),
   DATABASE_DELETION_GRACE: duration('DATABASE_DELETION_GRACE', 0, 90 * 86_400_000).default(24 * 3_600_000),
   /** Real database servers (docs/databases.md, "Databases", Real servers): `<engine>@<region>=<admin URL>`, comma-separated. */
@@ -181,6 +241,18 @@ const ZEnv = z.object({
   DATABASE_HOSTS_FILE: z.string().trim().optional(),
   /** Where backups of real databases are kept; default `DATA_DIR/backups`. */
   BACKUP_DIR: z.string().trim().min(1).optional(),
+  /** The wall clock of one run of a database tool (dump, restore); docs/databases.md, "Limits of the tools". */
+  DATABASE_TOOL_TIMEOUT: duration('DATABASE_TOOL_TIMEOUT', 1000, 6 * 3_600_000).default(30 * 60_000),
+  /** How long a dump waits for a lock held on the tenant's tables before it fails. */
+  DATABASE_DUMP_LOCK_TIMEOUT: duration('DATABASE_DUMP_LOCK_TIMEOUT', 100, 3_600_000).default(60_000),
+  /**
+   * Connections of each real database server kept for the admin and the platform (dumps, restores, the API's
+   * pools); the connection limits of the databases placed on a server fit in the rest (docs/databases.md,
+   * "Capacity of a server").
+   */
+  DATABASE_CONNECTION_RESERVE: int('DATABASE_CONNECTION_RESERVE', 0, 100_000).default(10),
+  /** Replaces the `max_connections` read from each server (a server behind a connection pooler; tests). */
+  DATABASE_SERVER_MAX_CONNECTIONS: int('DATABASE_SERVER_MAX_CONNECTIONS', 1, 10_000_000).optional(),
   BILLING_PERIOD: z
     .string()
     .trim()
@@ -329,6 +401,8 @@ export interface Config {
   auditLogEnabled: boolean;
   /** Sites are served at `https://<slug>.<sitesDomain>` (docs/sites.md, "Sites and deployments"). */
   sitesDomain: string;
+  /** TXT lookups of domain verification (server/lib/dns.ts): `DNS_SERVERS`, or undefined for the system's resolver. */
+  dnsServers: string[] | undefined;
   /** Real builds and the edge (docs/hosting.md). */
   hosting: {
     builder: 'simulated' | 'local';
@@ -336,6 +410,14 @@ export interface Config {
     sandbox: 'bwrap' | 'none';
     buildTimeoutMs: number;
     buildConcurrency: number;
+    /** Memory of one build, its processes together (docs/hosting.md, "The sandbox"). */
+    buildMemoryLimit: number;
+    /** Disk of one build, every file of it (checkout, /tmp) together (docs/hosting.md, "The sandbox"). */
+    buildDiskLimit: number;
+    /** Builds of one organization at once, all processes together (docs/hosting.md, "Sharing the builders"). */
+    buildConcurrencyPerOrganization: number;
+    /** Lines a deployment's log keeps (docs/hosting.md, "Build logs"). */
+    buildLogMaxLines: number;
     artifactsDir: string;
     artifactMaxBytes: number;
     /** The edge's listen address; undefined: no edge in this process. */
@@ -348,6 +430,10 @@ export interface Config {
     /** The real servers; undefined: every engine is simulated. Holds admin URLs: never log it. */
     hosts: DatabaseHost[] | undefined;
     backupDir: string;
+    /** Bounds of every tool run: its wall clock and a dump's wait for a lock (docs/databases.md, "Limits of the tools"). */
+    tools: { timeoutMs: number; lockWaitMs: number };
+    /** What each server gives tenants' databases (docs/databases.md, "Capacity of a server"). */
+    capacity: { reserve: number; maxConnections: number | undefined };
   };
   billing: {
     /** One billing period: calendar months from the subscription's anchor, or a fixed length (tests). */
@@ -535,11 +621,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     passwordResetTtlMs: v.PASSWORD_RESET_TTL,
     sessionMaxAgeMs: v.SESSION_MAX_AGE,
     sitesDomain: v.SITES_DOMAIN,
+    dnsServers: v.DNS_SERVERS,
     hosting: {
       builder: v.BUILDER,
       sandbox: v.BUILD_SANDBOX,
       buildTimeoutMs: v.BUILD_TIMEOUT,
       buildConcurrency: v.BUILD_CONCURRENCY,
+      buildMemoryLimit: v.BUILD_MEMORY_LIMIT,
+      buildDiskLimit: v.BUILD_DISK_LIMIT,
+      buildConcurrencyPerOrganization: v.BUILD_CONCURRENCY_PER_ORGANIZATION,
+      buildLogMaxLines: v.BUILD_LOG_MAX_LINES,
       artifactsDir: v.ARTIFACTS_DIR ?? join(v.DATA_DIR, 'artifacts'),
       artifactMaxBytes: v.ARTIFACT_MAX_MB * 1_000_000,
       edge: v.EDGE_PORT !== undefined ? { port: v.EDGE_PORT, host: v.EDGE_HOST ?? v.HOST } : undefined,
@@ -549,6 +640,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       deletionGraceMs: v.DATABASE_DELETION_GRACE,
       hosts: databaseHosts,
       backupDir: v.BACKUP_DIR ?? join(v.DATA_DIR, 'backups'),
+      tools: { timeoutMs: v.DATABASE_TOOL_TIMEOUT, lockWaitMs: v.DATABASE_DUMP_LOCK_TIMEOUT },
+      capacity: { reserve: v.DATABASE_CONNECTION_RESERVE, maxConnections: v.DATABASE_SERVER_MAX_CONNECTIONS },
     },
     billing: {
       period: v.BILLING_PERIOD,

@@ -1,4 +1,5 @@
 import { coreModule } from './kit/core.module.js';
+import type { ModuleRuntimes } from './kit/deps.js';
 import type { ModuleManifest, RuntimesOf } from './kit/module.js';
 import { apiKeysModule } from './modules/api-keys/api-keys.module.js';
 import { auditModule } from './modules/audit/audit.module.js';
@@ -32,7 +33,10 @@ const list = [
 export const modules: readonly ModuleManifest[] = list;
 
 /**
- * What the modules build per process (`create` in their manifests), by module name: the type of `deps.modules`
- * (server/kit/deps.ts). A module that declares `create` adds its key.
+ * Each module adds its key to `ModuleRuntimes` (server/kit/deps.ts, the type of `deps.modules`) where it defines its
+ * runtime. This does not compile unless those keys and types are exactly what the manifests' `create` build: a
+ * module that declares `create` without its key, or a key without `create`, is a type error here.
  */
-export type ModuleRuntimes = RuntimesOf<typeof list>;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const runtimesMatchManifests: Same<RuntimesOf<typeof list>, ModuleRuntimes> = true;
+void runtimesMatchManifests;

@@ -9,6 +9,9 @@ import { usersRouter } from './modules/users/users.router.js';
 import { vpnRouter } from './modules/vpn/vpn.router.js';
 import { webhooksRouter } from './modules/webhooks/webhooks.router.js';
 import { router } from './trpc/init.js';
+// The manifests, where each module adds its runtime to the type of `deps.modules` (server/kit/deps.ts) that the
+// routers' services read: any program that compiles the routers (the client SDK's) compiles them too.
+import type {} from './modules.js';
 
 /** The whole API. The client SDK imports this type only. */
 export const appRouter = router({

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import pino from 'pino';
-import { ApiUsage, BURST_WINDOW_SECONDS } from './access/api-usage.js';
-import { AuthEndpointLimits } from './access/auth-endpoint-limits.js';
+import { ApiUsage, BURST_WINDOW_SECONDS } from './limits/api-usage.js';
+import { AuthEndpointLimits } from './limits/auth-endpoint-limits.js';
 import { PasswordHasher } from './access/passwords.js';
-import { SharedLimits } from './access/shared-limits.js';
+import { SharedLimits } from './limits/shared-limits.js';
 import { TokenService, resolveJwtSecret } from './access/tokens.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
@@ -24,13 +24,15 @@ import { systemClock, type Clock } from './lib/time.js';
 import { LogMailDriver, type MailDriver } from './mail/mail-driver.js';
 import { SmtpMailDriver } from './mail/smtp-mail-driver.js';
 import { bootstrapOwner } from './modules/auth/auth.service.js';
-import { modules, type ModuleRuntimes } from './modules.js';
+import { modules } from './modules.js';
 
 export interface StartOptions {
   clock?: Clock;
   log?: Logger;
   /** Overrides the embedded database directory (tests use `memory://`). */
   pgliteDataDir?: string;
+  /** What an in-memory PGlite starts from (a migrated template's dump, tests: docs/development.md, "Tests"). */
+  pgliteInitialData?: Blob;
   /** Start the job workers (default true). */
   startJobs?: boolean;
   /** Outgoing mail; by default SMTP with MAIL_URL, else the log driver. */
@@ -71,6 +73,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     pgliteDataDir: opts.pgliteDataDir ?? resolve(config.dataDir, 'pglite'),
+    pgliteInitialData: opts.pgliteInitialData,
     entities: [...registry.entities],
     migrations: [...registry.migrations],
   });
@@ -113,7 +116,7 @@ export async function startServices(config: Config, opts: StartOptions = {}): Pr
     registry,
     keys,
     // Filled by createModuleRuntimes below, before anything reads it.
-    modules: {} as ModuleRuntimes,
+    modules: {} as AppDeps['modules'],
     runtime: new ProcessRuntime(),
   };
   await createModuleRuntimes(deps, opts.modules);

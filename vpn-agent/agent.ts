@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { generateWireguardKeyPair, wireguardPublicKey } from '../server/modules/vpn/wireguard.js';
+import { generateWireguardKeyPair, wireguardPublicKey } from '../shared/wireguard-keys.js';
 import { WireguardHost } from './wireguard-host.js';
 
 /**

@@ -25,7 +25,7 @@ export const START_NODE_FLAGS: string[] = (() => {
   return words.slice(node + 1, -1);
 })();
 
-/** Builds the server as `npm start` does (esbuild: server/ → dist/), once per bench run. */
+/** Builds the server as `npm start` does (esbuild: server/ and shared/ → dist/), once per bench run. */
 export function buildServer(): void {
   const res = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   if (res.status !== 0) throw new Error(`npm run build failed (${res.status ?? res.signal})`);

@@ -14,6 +14,7 @@ export const API_ERROR_STATUS = {
   NOT_FOUND: 404,
   CONFLICT: 409,
   UNSUPPORTED_PLACEMENT: 409,
+  DOMAIN_NOT_VERIFIED: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   IDEMPOTENCY_KEY_REUSED: 422,
@@ -22,6 +23,7 @@ export const API_ERROR_STATUS = {
   TOO_MANY_LOGIN_ATTEMPTS: 429,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
+  NO_SERVER_CAPACITY: 503,
 } as const;
 
 export type ApiErrorCode = keyof typeof API_ERROR_STATUS;
@@ -83,7 +85,10 @@ export class PaymentFailedError extends PlatformApiError {}
 export class PermissionError extends PlatformApiError {}
 /** 404 `NOT_FOUND`: unknown id, or a resource that is not yours. */
 export class NotFoundError extends PlatformApiError {}
-/** 409 `CONFLICT`: duplicate, invalid state, idempotency key in flight; `UNSUPPORTED_PLACEMENT`: no database server. */
+/**
+ * 409 `CONFLICT`: duplicate, invalid state, idempotency key in flight; `UNSUPPORTED_PLACEMENT`: no database server;
+ * `DOMAIN_NOT_VERIFIED`: a custom domain's TXT record was not found.
+ */
 export class ConflictError extends PlatformApiError {}
 /** 413 `PAYLOAD_TOO_LARGE`. */
 export class PayloadTooLargeError extends PlatformApiError {}
@@ -102,7 +107,10 @@ export class RateLimitError extends PlatformApiError {
 }
 /** 500 `INTERNAL_ERROR` (and any other 5xx without a more specific class). */
 export class InternalServerError extends PlatformApiError {}
-/** 503 `SERVICE_UNAVAILABLE`: the service or its database is unreachable; safe to retry later. */
+/**
+ * 503 `SERVICE_UNAVAILABLE`: the service or its database is unreachable; safe to retry later. `NO_SERVER_CAPACITY`:
+ * no database server of the engine and region has connections left for the size.
+ */
 export class ServiceUnavailableError extends PlatformApiError {}
 /** No HTTP response: the network failed, the server is unreachable, or the call was aborted. `status` is 0. */
 export class ConnectionError extends PlatformApiError {}

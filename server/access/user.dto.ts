@@ -7,7 +7,7 @@ import {
   type PermissionObject,
 } from './permissions.js';
 import type { Em } from '../db/orm.js';
-import { apiCallsSince } from './api-usage.js';
+import { apiCallsSince } from '../limits/api-usage.js';
 import type { ActivityCounter, OwnedResources } from './owned-resources.js';
 import { ROLES, USER_STATUSES, type User } from './user.entity.js';
 import { iso } from '../lib/time.js';

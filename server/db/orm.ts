@@ -27,6 +27,11 @@ export interface DatabaseOptions {
   databaseUrl: string | undefined;
   /** Directory for the embedded database, or `memory://` for an in-memory one (tests). */
   pgliteDataDir: string;
+  /**
+   * What an in-memory PGlite starts from instead of an empty cluster: a `dumpDataDir()` of a database already
+   * migrated (the tests' template, docs/development.md, "Tests"). The migrations still run; those in it are skipped.
+   */
+  pgliteInitialData?: Blob;
   entities: NonNullable<Options['entities']>;
   /** Every migration, in order (the modules' manifests list theirs: server/modules.ts). */
   migrations: NonNullable<NonNullable<Options['migrations']>['migrationsList']>;
@@ -56,7 +61,7 @@ class MigrationsNamingStrategy extends UnderscoreNamingStrategy {
  * the diff never reads.
  */
 export const UNMODELLED_TABLES = [
-  // API usage counters: written and read only with raw batched upserts and sums (access/api-usage.ts).
+  // API usage counters: written and read only with raw batched upserts and sums (limits/api-usage.ts).
   'api_calls_daily',
   // List totals: maintained by the triggers of migration 30 (list_counts), read with raw sums (db/list-counts.ts).
   'list_counts',
@@ -119,7 +124,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     // 0700, DATA_DIR included when it is created here (docs/security.md).
     if (!dir.startsWith('memory://')) ensurePrivateDir(dir);
     const { PGlite } = await import('@electric-sql/pglite');
-    pglite = await PGlite.create(dir.startsWith('memory://') ? undefined : resolve(dir));
+    pglite = dir.startsWith('memory://')
+      ? await PGlite.create(opts.pgliteInitialData ? { loadDataDir: opts.pgliteInitialData } : undefined)
+      : await PGlite.create(resolve(dir));
   }
   const orm = (await MikroORM.init(await ormOptions(opts, pglite))) as MikroORM<AbstractSqlDriver>;
   await orm.migrator.up();

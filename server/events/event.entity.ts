@@ -33,8 +33,8 @@ export const EventSchema = defineEntity({
   properties: {
     id: p.string().primary().length(64),
     /**
-     * The order events were recorded in (a database sequence, given at insert): events of one change share its
-     * time, and the relay, hence the webhook deliveries, follows this order (docs/adding-a-module.md, "Events").
+     * The order events were recorded in (a database sequence, given at insert): events of one change share its time,
+     * and the relay, hence the webhook deliveries, follows this order (docs/adding-a-module.md, "Checklist", step 5).
      */
     seq: p.bigint('number').autoincrement(),
     organizationId: p.string().length(64).nullable(),

@@ -103,7 +103,6 @@ export class OutboxRelay {
   /** Relays one batch; returns how many events it took. */
   async relayOnce(): Promise<number> {
     const em = this.deps.db.orm.em.fork();
-    const now = this.deps.clock.now();
     const count = await em.transactional(async (tx) => {
       const rows = await tx.execute<
         {
@@ -121,6 +120,10 @@ export class OutboxRelay {
         [this.batchSize],
       );
       if (rows.length === 0) return 0;
+      // Read after the select: a time read before it could precede events committed in between, and their
+      // deliveries would then look older than the events themselves (a `recover` window starting between the two
+      // would miss them).
+      const now = this.deps.clock.now();
       const events: OutboxEvent[] = rows.map((r) => ({
         id: r.id,
         organizationId: r.organization_id,

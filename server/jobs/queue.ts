@@ -1,3 +1,4 @@
+import type { EventSubscriber, TransactionEventArgs } from '@mikro-orm/core';
 import { CompiledQuery, type Transaction } from 'kysely';
 import {
   fromPglite,
@@ -7,6 +8,7 @@ import {
   type JobWithMetadata,
   type SendOptions as BossSendOptions,
 } from 'pg-boss';
+import type { z } from 'zod';
 import type { Database, Em } from '../db/orm.js';
 
 export interface JobInfo {
@@ -44,6 +46,11 @@ export interface JobOptions {
   /** Jobs fetched per poll. They run one after the other; each completes or fails on its own. */
   batchSize?: number;
   /**
+   * Workers of the queue in this process (default 1), each fetching and running its own batches: a job that
+   * takes long (a dump waiting on a lock) holds one worker, not the queue.
+   */
+  concurrency?: number;
+  /**
    * Seconds between two looks for jobs (default {@link DEFAULT_POLLING_SECONDS}). A job sent by this process, its
    * retries and a delayed job due within a minute wake the worker themselves (`notify`); polling finds the others.
    */
@@ -52,7 +59,19 @@ export interface JobOptions {
 
 export interface JobDefinition<T> extends JobOptions {
   name: string;
+  /**
+   * The job's data, checked by `send` (data that does not match throws: a programming error) and before the handler
+   * runs (a job whose stored data does not match fails at once, without retries). A plain schema: the handler gets
+   * what it parses, `send` stores the data as given.
+   */
+  payload?: z.ZodType<T>;
   handler: JobHandler<T>;
+}
+
+/** Why data does not match a job's schema, in one line. */
+function payloadError(name: string, error: z.ZodError): Error {
+  const issues = error.issues.map((i) => `${i.path.join('.') || '(data)'}: ${i.message}`).join('; ');
+  return new Error(`job ${name}: data does not match its payload schema (${issues})`);
 }
 
 /**
@@ -76,9 +95,10 @@ export interface SendOptions {
   singletonKey?: string;
   /**
    * Enqueue inside this EntityManager's transaction, so the job exists exactly when the change that needs it
-   * commits (a crash between the two cannot lose it, a rollback removes it). Inside `em.transactional` always pass
-   * the transaction's `em`: on PGlite (one connection) a send without it waits for the transaction to end, which
-   * never comes.
+   * commits (a crash between the two cannot lose it, a rollback removes it). The queue wakes the job's workers once
+   * the outermost transaction commits, never on a rollback (docs/jobs.md, "What the queue layer adds"). Inside
+   * `em.transactional` always pass the transaction's `em`: on PGlite (one connection) a send without it waits for
+   * the transaction to end, which never comes.
    */
   em?: Em;
 }
@@ -110,8 +130,8 @@ export interface JobQueue {
    */
   stop(timeoutMs?: number): Promise<void>;
   /**
-   * Wakes the workers of a queue instead of leaving a job to their next poll: now, or (`afterMs`, the `delayMs` a
-   * job was sent with) once it falls due. Call it after the transaction that sent the job has committed.
+   * Wakes the workers of a queue instead of leaving a job to their next poll: now, or (`afterMs`) that much later.
+   * `send` does it itself (after the commit, for a send in a transaction): this is for a wake not tied to a send.
    */
   notify(name: string, afterMs?: number): void;
   /** A job as stored, or null. */
@@ -173,6 +193,57 @@ function bossFor(db: Database): PgBoss {
   return new PgBoss({ ...common, connectionString: url, max: 4, application_name: 'pgboss' });
 }
 
+/**
+ * The wakes of jobs sent inside transactions, run when the outermost transaction commits (docs/jobs.md, "What the
+ * queue layer adds"). Registered once on the ORM's event manager: every transaction's fork clones it. Wakes
+ * are kept per transaction context (the `em.getTransactionContext()` a send sees); a savepoint (a nested
+ * `transactional`) hands its wakes to its parent when it is released, and a rollback drops them.
+ */
+class TransactionWakes implements EventSubscriber {
+  /** The context a savepoint is opened in, by the transaction's fork, from its start's first event to its second. */
+  private readonly opening = new WeakMap<object, object | undefined>();
+  private readonly pending = new WeakMap<
+    object,
+    { parent: object | undefined; wakes: Map<string, () => void> }
+  >();
+
+  /**
+   * Keeps `wake` (under `key`, once) until the transaction `ctx` commits; false when `ctx` is not a transaction this
+   * subscriber saw start (its em's event manager lacks it).
+   */
+  add(ctx: object, key: string, wake: () => void): boolean {
+    const entry = this.pending.get(ctx);
+    if (!entry) return false;
+    entry.wakes.set(key, wake);
+    return true;
+  }
+
+  beforeTransactionStart({ em, transaction }: TransactionEventArgs) {
+    // A savepoint gets its parent's context here and its own at the next event, both with the fork as `em`.
+    this.opening.set(em, transaction);
+  }
+
+  afterTransactionStart({ em, transaction }: TransactionEventArgs) {
+    if (!transaction) return;
+    const parent = transaction.savepointName ? this.opening.get(em) : undefined;
+    this.opening.delete(em);
+    this.pending.set(transaction, { parent, wakes: new Map() });
+  }
+
+  afterTransactionCommit({ transaction }: TransactionEventArgs) {
+    const entry = transaction && this.pending.get(transaction);
+    if (!entry) return;
+    this.pending.delete(transaction);
+    const parent = entry.parent && this.pending.get(entry.parent);
+    if (parent) for (const [key, wake] of entry.wakes) parent.wakes.set(key, wake);
+    else for (const wake of entry.wakes.values()) wake();
+  }
+
+  afterTransactionRollback({ transaction }: TransactionEventArgs) {
+    if (transaction) this.pending.delete(transaction);
+  }
+}
+
 /** How long after a delayed job falls due its workers are woken (`notify`). */
 const DUE_MARGIN_MS = 25;
 
@@ -187,9 +258,11 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
   boss.on('error', (err) => log.error({ err }, 'job queue error'));
 
   const defs = new Map<string, JobDefinition<never>>();
-  /** pg-boss's worker of each queue, to wake (`notify`). */
-  const workers = new Map<string, string>();
+  /** pg-boss's workers of each queue, to wake (`notify`). */
+  const workers = new Map<string, string[]>();
   const stopping = new AbortController();
+  const afterCommit = new TransactionWakes();
+  db.orm.em.getEventManager().registerSubscriber(afterCommit);
   let running = 0;
   let state: 'new' | 'starting' | 'started' | 'stopped' = 'new';
   let stopped: Promise<void> | undefined;
@@ -211,8 +284,21 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
           });
           continue;
         }
+        const parsed = def.payload
+          ? def.payload.safeParse(job.data)
+          : { success: true as const, data: job.data };
+        if (!parsed.success) {
+          // Retrying would not change the data: failed for good (pg-boss's `deadletter` skips the retries).
+          const err = payloadError(def.name, parsed.error);
+          log.warn(
+            { err, job: job.id, queue: def.name },
+            'job failed: data does not match its payload schema',
+          );
+          results.push({ id: job.id, status: 'deadletter', output: { message: err.message } });
+          continue;
+        }
         try {
-          await (def.handler as JobHandler<object>)(job.data, {
+          await (def.handler as JobHandler<object>)(parsed.data, {
             id: job.id,
             name: job.name,
             retryCount: job.retryCount,
@@ -236,8 +322,7 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
     } finally {
       running--;
       // There may be more: fetch again at once rather than after the polling interval.
-      const worker = workers.get(def.name);
-      if (worker && !stopping.signal.aborted) boss.notifyWorker(worker);
+      if (!stopping.signal.aborted) for (const id of workers.get(def.name) ?? []) boss.notifyWorker(id);
     }
     return results;
   }
@@ -256,8 +341,7 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
 
   function notify(name: string, afterMs = 0) {
     const wake = () => {
-      const worker = workers.get(name);
-      if (worker && !stopping.signal.aborted) boss.notifyWorker(worker);
+      if (!stopping.signal.aborted) for (const id of workers.get(name) ?? []) boss.notifyWorker(id);
     };
     if (afterMs <= 0) wake();
     // A little after it falls due: pg-boss compares the job's start time with the database's clock. Later than
@@ -280,7 +364,8 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
     define(def) {
       if (state !== 'new') throw new Error(`job ${def.name} defined after start`);
       if (defs.has(def.name)) throw new Error(`job ${def.name} defined twice`);
-      defs.set(def.name, def);
+      // Kept without its data type (the handler and the schema agree on it).
+      defs.set(def.name, def as unknown as JobDefinition<never>);
     },
 
     async send(job, data, opts = {}) {
@@ -289,20 +374,28 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
       if (state === 'new') throw new Error(`job ${name} sent before the job queue started`);
       if (state === 'stopped' || stopping.signal.aborted)
         throw new Error(`job ${name} sent after the job queue stopped`);
+      const checked = defs.get(name)!.payload?.safeParse(data);
+      if (checked && !checked.success) throw payloadError(name, checked.error);
       const options: BossSendOptions = {};
       if (opts.delayMs && opts.delayMs > 0) options.startAfter = new Date(Date.now() + opts.delayMs);
       if (opts.singletonKey) options.singletonKey = opts.singletonKey;
       if (opts.em) options.db = emExecutor(opts.em);
       const id = await boss.send(name, data, options);
-      // Sent outside a transaction, the job is there now; one sent inside waits for its commit (the caller wakes).
-      if (!opts.em) notify(name, opts.delayMs);
+      // Sent outside a transaction, the job is there now; one sent inside is there once the outermost commits.
+      // (A transaction whose em's event manager lacks the subscriber is not seen: the wake is then now, and a job
+      // not yet committed is found by a later poll.)
+      const ctx = opts.em?.getTransactionContext<object>();
+      const delayMs = opts.delayMs ?? 0;
+      if (!ctx || !afterCommit.add(ctx, `${name}:${delayMs}`, () => notify(name, delayMs)))
+        notify(name, delayMs);
       return id;
     },
 
     async start() {
       if (state !== 'new') throw new Error('job queue already started');
       state = 'starting';
-      // Creates the schema, or migrates one made by an older pg-boss in place (docs/jobs.md, "Upgrading").
+      // Creates the schema, or migrates one made by an older pg-boss in place
+      // (docs/jobs.md, "Upgrading from pg-boss 11").
       await boss.start();
       for (const def of defs.values()) {
         const queueOptions = {
@@ -327,18 +420,28 @@ export function createJobQueue(db: Database, log: QueueLogger): JobQueue {
         if (def.cron) await boss.schedule(def.name, def.cron, {}, { tz: 'UTC' });
       }
       for (const def of defs.values()) {
-        const id = await boss.work(
-          def.name,
-          {
-            batchSize: def.batchSize ?? 1,
-            pollingIntervalSeconds: def.pollingIntervalSeconds ?? DEFAULT_POLLING_SECONDS,
-            heartbeatRefreshSeconds: JOB_HEARTBEAT_REFRESH_SECONDS,
-            includeMetadata: true,
-            perJobResults: true,
-          },
-          (jobs: JobWithMetadata<object>[]) => runBatch(def, jobs),
-        );
-        workers.set(def.name, id);
+        // One pg-boss worker per slot (rather than its `localConcurrency`, which returns the id of the first
+        // only): `notify` wakes each of them, so an idle one takes a new job while another is busy. Only the
+        // first polls at the queue's interval; the others, woken by this process's sends and by each finished
+        // batch, poll ten times less often, so that an idle server does not query for every slot.
+        const ids: string[] = [];
+        const polling = def.pollingIntervalSeconds ?? DEFAULT_POLLING_SECONDS;
+        for (let i = 0; i < Math.max(1, def.concurrency ?? 1); i++) {
+          ids.push(
+            await boss.work(
+              def.name,
+              {
+                batchSize: def.batchSize ?? 1,
+                pollingIntervalSeconds: i === 0 ? polling : polling * 10,
+                heartbeatRefreshSeconds: JOB_HEARTBEAT_REFRESH_SECONDS,
+                includeMetadata: true,
+                perJobResults: true,
+              },
+              (jobs: JobWithMetadata<object>[]) => runBatch(def, jobs),
+            ),
+          );
+        }
+        workers.set(def.name, ids);
       }
       // A job that is no longer recurring would otherwise keep being queued by its old schedule. (Schedules of
       // queues this process does not define are left alone: they may belong to another process on the database.)

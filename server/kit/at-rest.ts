@@ -12,8 +12,13 @@ import type { AppDeps } from './deps.js';
 /** The purposes of the at-rest keys, each derived from TWO_FACTOR_KEY with HKDF (docs/security.md). */
 export type AtRestPurpose = keyof AppDeps['keys'];
 
+/**
+ * Each purpose's HKDF info. `secrets` encrypts every secret a module stores (two-factor secrets, webhook signing
+ * secrets, hosting variables); its info names the first of them and never changes, since it derives the key of
+ * what is stored.
+ */
 const PURPOSES: Record<AtRestPurpose, string> = {
-  twoFactor: 'two-factor secrets',
+  secrets: 'two-factor secrets',
   idempotency: 'idempotency records',
 };
 
@@ -26,7 +31,7 @@ export function atRestKeyRings(current: string, previous?: string): AppDeps['key
     Buffer.from(hkdfSync('sha256', secret, '', purpose, 32));
   const ring = (purpose: string) =>
     keyRing(derive(current, purpose), previous === undefined ? [] : [derive(previous, purpose)]);
-  return { twoFactor: ring(PURPOSES.twoFactor), idempotency: ring(PURPOSES.idempotency) };
+  return { secrets: ring(PURPOSES.secrets), idempotency: ring(PURPOSES.idempotency) };
 }
 
 /** A column that holds values encrypted at rest (a module manifest's `atRest`). */

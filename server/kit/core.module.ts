@@ -1,4 +1,4 @@
-import { apiCallsSince, apiUsageSince } from '../access/api-usage.js';
+import { apiCallsSince, apiUsageSince } from '../limits/api-usage.js';
 import { Organization } from '../access/organization.entity.js';
 import { LoginSession, LoginThrottle, RefreshToken } from '../access/session.entity.js';
 import { User } from '../access/user.entity.js';
@@ -20,7 +20,7 @@ import { Event } from '../events/event.entity.js';
 import { OutboxRelay } from '../events/outbox.js';
 import { pruneDispatchedEvents } from '../events/record-event.js';
 import type { AppDeps } from './deps.js';
-import { defineJob } from './jobs.js';
+import { defineJob, noPayload } from './jobs.js';
 import { defineModule } from './module.js';
 
 /** The name of the outbox relay worker. */
@@ -32,7 +32,7 @@ export const pruneDispatchedEventsJob = defineJob(
     const n = await pruneDispatchedEvents(deps.db.orm.em.fork(), deps.clock.now());
     if (n > 0) deps.log.info({ pruned: n }, 'pruned relayed events');
   },
-  { cron: '41 3 * * *' },
+  { cron: '41 3 * * *', payload: noPayload },
 );
 
 /** Idempotency records are kept 24 hours (docs/api-conventions.md, "Idempotency"): expired ones are removed every hour. */
@@ -42,7 +42,7 @@ export const purgeIdempotencyRecordsJob = defineJob(
     const n = await purgeIdempotencyRecords(deps.db.orm.em.fork(), deps.clock.now());
     if (n > 0) deps.log.info({ purged: n }, 'purged expired idempotency records');
   },
-  { cron: '17 * * * *' },
+  { cron: '17 * * * *', payload: noPayload },
 );
 
 /** The list counts' shards are folded every ten minutes (docs/api-conventions.md, "Lists"). */
@@ -52,7 +52,7 @@ export const compactListCountsJob = defineJob(
     const n = await compactListCounts(deps.db.orm.em.fork());
     if (n > 0) deps.log.debug({ keys: n }, 'folded list count shards');
   },
-  { cron: '*/10 * * * *' },
+  { cron: '*/10 * * * *', payload: noPayload },
 );
 
 const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));

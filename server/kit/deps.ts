@@ -1,8 +1,8 @@
 import type { Logger as PinoLogger } from 'pino';
 import type { KeyRing } from '../lib/crypto.js';
 import type { Actor } from '../access/actor.js';
-import type { ApiUsage } from '../access/api-usage.js';
-import type { AuthEndpointLimits } from '../access/auth-endpoint-limits.js';
+import type { ApiUsage } from '../limits/api-usage.js';
+import type { AuthEndpointLimits } from '../limits/auth-endpoint-limits.js';
 import type { PasswordHasher } from '../access/passwords.js';
 import type { TokenService } from '../access/tokens.js';
 import type { Config } from '../config.js';
@@ -11,9 +11,22 @@ import type { EventStreamRequest } from '../lib/event-stream.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { MailDriver } from '../mail/mail-driver.js';
 import type { Clock } from '../lib/time.js';
-import type { ModuleRuntimes } from '../modules.js';
 import type { ModuleRegistry } from './registry.js';
 import type { ProcessRuntime } from './runtime.js';
+
+/**
+ * What the modules build per process (`create` in their manifests), by module name: the type of `deps.modules`.
+ * The kit imports no module: each module adds its own key where it defines its runtime, by declaration merging
+ * (`declare module '../../kit/deps.js' { interface ModuleRuntimes { vpn: VpnRuntime } }`), and server/modules.ts
+ * checks at compile time that the keys are exactly the runtimes the manifests' `create` build.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface ModuleRuntimes {}
+
+/** The names of the modules whose runtime holds a `repository`. */
+export type ModuleWithRepository = {
+  [K in keyof ModuleRuntimes]: ModuleRuntimes[K] extends { repository: unknown } ? K : never;
+}[keyof ModuleRuntimes];
 
 /** The process logger (pino, shared with Fastify). */
 export type Logger = PinoLogger;
@@ -37,10 +50,11 @@ export interface AppDeps {
   /** What the modules declared in their manifests: owned resources, plan-feature counters, events. */
   registry: ModuleRegistry;
   /**
-   * Keys for data encrypted at rest (32 bytes each): two-factor secrets, and the answers kept for idempotent
-   * replays (which may show a secret once).
+   * Keys for data encrypted at rest (32 bytes each): `secrets`, every secret a module stores (two-factor secrets,
+   * webhook signing secrets, hosting variables), and `idempotency`, the answers kept for idempotent replays (which
+   * may show a secret once).
    */
-  keys: { twoFactor: KeyRing; idempotency: KeyRing };
+  keys: { secrets: KeyRing; idempotency: KeyRing };
   /**
    * What each module built for this process with its manifest's `create` (drivers, hubs, workers), by module name:
    * `deps.modules.hosting.driver`. Filled at start, before jobs and workers run (server/services.ts).

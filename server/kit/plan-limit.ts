@@ -2,8 +2,13 @@ import { LockMode } from '@mikro-orm/core';
 import { Organization } from '../access/organization.entity.js';
 import type { Em } from '../db/orm.js';
 import { planLimitExceeded } from '../lib/errors.js';
-import { planLimit, type CountedPlanFeature } from '../lib/plans.js';
-import type { AppDeps } from './deps.js';
+import { planLimit, type CountedPlanFeature, type PlanId, type PlanStatus } from '../lib/plans.js';
+
+/** An organization's plan and the state of its subscription: what the plan-limit rule reads of it. */
+export interface OrganizationPlan {
+  plan: PlanId;
+  status: PlanStatus;
+}
 
 const LABELS: Record<CountedPlanFeature, string> = {
   vpn_connections: 'VPN connections',
@@ -12,67 +17,63 @@ const LABELS: Record<CountedPlanFeature, string> = {
 };
 
 /**
- * The plan-limit check of every create that a plan counts (docs/billing.md, "Plans"): 402 `PLAN_LIMIT_EXCEEDED`
- * with `details: [{resource, limit, current}]` when the organization already uses its plan's limit.
+ * The plan-limit rule of every create that a plan counts (docs/billing.md, "Plans"): 402 `PLAN_LIMIT_EXCEEDED`
+ * with `details: [{resource, limit, current}]` when the organization already uses its plan's limit. A canceled
+ * subscription allows nothing new (limit 0); reads and deletes go on.
  *
- * Call it first inside the transaction that creates the resource. It reads the organization's plan under a share
- * lock, held to the commit: a plan change (an update of the row) waits for the creates under way and the creates
- * after it check the new plan, while creates do not wait for each other on the row, nor block the other writes of the
- * organization (rows that reference it). Only where the plan sets a limit do the creates of one resource of one
- * organization queue, on a transaction-level advisory lock of their own (on the database, so across processes too),
- * and each counts what the previous ones committed: a limit is never overshot.
+ * A service calls it first inside the transaction that creates the resource, with what the module's repository
+ * reads there: `organization`, the plan read under a share lock held to the commit ({@link lockOrganizationPlan}),
+ * so that a plan change (an update of the row) waits for the creates under way and the creates after it check the
+ * new plan, while creates do not wait for each other on the row, nor block the other writes of the organization
+ * (rows that reference it); and `count`, called only where the plan sets a limit, which first queues the creates of
+ * the resource of the organization on a transaction-level advisory lock of their own ({@link lockPlanCounter}: on
+ * the database, so across processes too) and then counts, so each create counts what the previous ones committed
+ * and a limit is never overshot.
+ *
+ * With a plan read and a count taken without a lock, it is a precheck, before a create spends something that is
+ * not given back (a VPN server's tunnel address): not exact under concurrency, so the create checks again in its
+ * transaction.
  */
 export async function assertWithinPlan(
-  tx: Em,
-  deps: AppDeps,
-  organizationId: string,
+  organization: OrganizationPlan,
   feature: CountedPlanFeature,
+  count: () => Promise<number>,
 ): Promise<void> {
-  await checkPlan(tx, deps, organizationId, feature, true);
-}
-
-/**
- * The same check without a lock, before a create spends something that is not given back (a VPN server's tunnel
- * address): an organization at its limit is refused without it. Not exact under concurrency, so the create still
- * calls {@link assertWithinPlan} in its transaction.
- */
-export async function precheckPlan(
-  em: Em,
-  deps: AppDeps,
-  organizationId: string,
-  feature: CountedPlanFeature,
-): Promise<void> {
-  await checkPlan(em, deps, organizationId, feature, false);
-}
-
-async function checkPlan(
-  em: Em,
-  deps: AppDeps,
-  organizationId: string,
-  feature: CountedPlanFeature,
-  locked: boolean,
-): Promise<void> {
-  const org = await em.findOneOrFail(
-    Organization,
-    organizationId,
-    locked ? { lockMode: LockMode.PESSIMISTIC_READ } : { refresh: true },
-  );
-  // A canceled subscription allows nothing new (limit 0); reads and deletes go on.
-  const limit = planLimit(org.plan, feature, org.planStatus);
+  const limit = planLimit(organization.plan, feature, organization.status);
   if (!Number.isFinite(limit)) return;
-  if (locked) {
-    await em.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
-      `plan-limit:${organizationId}:${feature}`,
-    ]);
-  }
-  const current = await deps.registry.usage.current(em, organizationId, feature, deps.clock.now());
+  const current = await count();
   if (current >= limit) {
     const message =
-      org.planStatus === 'canceled'
+      organization.status === 'canceled'
         ? `The subscription is canceled: no new ${LABELS[feature]} until a plan is chosen again with ` +
           'PUT /v1/billing/subscription'
         : `Your plan allows ${limit} ${LABELS[feature]}: delete one, or upgrade the plan with ` +
           'PUT /v1/billing/subscription (the plans: GET /v1/billing/plans)';
     throw planLimitExceeded(message, { resource: feature, limit, current });
   }
+}
+
+/**
+ * The organization's plan under a share lock held to the commit (the repositories' `lockPlan`, for
+ * {@link assertWithinPlan}).
+ */
+export async function lockOrganizationPlan(tx: Em, organizationId: string): Promise<OrganizationPlan> {
+  const org = await tx.findOneOrFail(Organization, organizationId, { lockMode: LockMode.PESSIMISTIC_READ });
+  return { plan: org.plan, status: org.planStatus };
+}
+
+/** The organization's plan as last committed, without a lock (a precheck's). */
+export async function readOrganizationPlan(em: Em, organizationId: string): Promise<OrganizationPlan> {
+  const org = await em.findOneOrFail(Organization, organizationId, { refresh: true });
+  return { plan: org.plan, status: org.planStatus };
+}
+
+/**
+ * Queues the creates of `counter` (a plan feature, or another thing a plan bounds) of one organization until the
+ * transaction ends: a transaction-level advisory lock, taken before the count the plan-limit rule compares.
+ */
+export async function lockPlanCounter(tx: Em, organizationId: string, counter: string): Promise<void> {
+  await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
+    `plan-limit:${organizationId}:${counter}`,
+  ]);
 }

@@ -3,7 +3,7 @@ import type { EventDefinition } from '../events/define-event.js';
 import { recordEvent } from '../events/record-event.js';
 
 /**
- * What every module's MikroORM repository shares (docs/adding-a-module.md, "Data access"): units of work on the
+ * What every module's MikroORM repository shares (docs/adding-a-module.md, "Checklist", step 3): units of work on the
  * process's database, transactions, and events recorded in them. A module's repository extends it and adds its
  * queries; an in-memory repository of a unit test implements the module's interface on its own.
  */

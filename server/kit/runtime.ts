@@ -1,10 +1,36 @@
-import type { AppDeps } from './deps.js';
+import type { AppDeps, ModuleRuntimes, ModuleWithRepository } from './deps.js';
 import type { RunningWorker } from './module.js';
+
+/**
+ * A module's own runtime, what its manifest's `create` built at start (docs/adding-a-module.md, "Checklist"):
+ * `runtimeOf(ctx.deps, 'vpn').peers`. A module reaches only its own (tests/kit/layers.test.ts).
+ */
+export function runtimeOf<N extends keyof ModuleRuntimes>(deps: AppDeps, name: N): ModuleRuntimes[N] {
+  return deps.modules[name];
+}
+
+/** What a module's repository is, by module name. */
+export type RepositoryOf<N extends ModuleWithRepository> = ModuleRuntimes[N] extends { repository: infer R }
+  ? R
+  : never;
+
+/**
+ * A module's repository, built once per process by its `create`: every read and write of its tables, with the unit
+ * of work passed on each call (`repositoryOf(ctx.deps, 'vpn').listConnections(ctx.em, filter, page)`).
+ */
+export function repositoryOf<N extends ModuleWithRepository>(deps: AppDeps, name: N): RepositoryOf<N> {
+  return (deps.modules[name] as { repository: RepositoryOf<N> }).repository;
+}
 
 /** Registers every module's jobs on the queue (before it starts); each handler runs with the process's deps. */
 export function defineModuleJobs(deps: AppDeps): void {
   for (const job of deps.registry.jobs) {
-    deps.jobs.define({ name: job.name, ...job.options, handler: (data, info) => job.run(deps, data, info) });
+    deps.jobs.define({
+      name: job.name,
+      ...job.options,
+      payload: job.payload,
+      handler: (data, info) => job.run(deps, data, info),
+    });
   }
 }
 

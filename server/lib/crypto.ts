@@ -77,11 +77,6 @@ export function isEncryptedSecret(stored: string): boolean {
   return ENCRYPTED.test(stored);
 }
 
-/** Whether a stored ciphertext is under the ring's current key (a `v1` value, without key id, never is). */
-export function isUnderCurrentKey(keys: Buffer | KeyRing, stored: string): boolean {
-  return stored.startsWith(`v2.${ringOf(keys).current.id}.`);
-}
-
 function open(key: Buffer, iv: string, tag: string, body: string): string {
   const decipher = createDecipheriv(CIPHER, key, Buffer.from(iv, 'base64url'));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));

@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   NOT_FOUND: 404,
   CONFLICT: 409,
   UNSUPPORTED_PLACEMENT: 409,
+  DOMAIN_NOT_VERIFIED: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   IDEMPOTENCY_KEY_REUSED: 422,
@@ -20,6 +21,7 @@ export const ERROR_STATUS = {
   TOO_MANY_LOGIN_ATTEMPTS: 429,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
+  NO_SERVER_CAPACITY: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -67,8 +69,8 @@ export class AppError extends Error {
   }
 }
 
-// The shared constructors: the one way code throws an error (docs/adding-a-module.md, "Errors"). A module never
-// calls `new AppError(...)` itself (tests/kit/errors.test.ts).
+// The shared constructors: the one way code throws an error (docs/adding-a-module.md, "Checklist", step 3). A module
+// never calls `new AppError(...)` itself (tests/kit/errors.test.ts).
 
 /**
  * Where a client lists what it may name by id, per resource (the `what` of notFound): a 404 says where to look
@@ -139,8 +141,20 @@ export const planLimitExceeded = (
 /** 409: with real servers configured, none takes new databases of that engine and region (docs/databases.md, "Databases"). */
 export const unsupportedPlacement = (message: string, details?: ErrorDetail[]) =>
   new AppError('UNSUPPORTED_PLACEMENT', message, { details });
+/**
+ * 409: the TXT record that proves a domain is the caller's was not found (docs/sites.md, "Custom domains"); `details`
+ * name the record expected.
+ */
+export const domainNotVerified = (message: string, details?: ErrorDetail[]) =>
+  new AppError('DOMAIN_NOT_VERIFIED', message, { details });
 /** 503: a system the request needs did not answer; nothing was changed, the request can be retried. */
 export const serviceUnavailable = (message: string) => new AppError('SERVICE_UNAVAILABLE', message);
+/**
+ * 503: no real server of the engine and region has connections left for the database's size (docs/databases.md,
+ * "Capacity of a server").
+ */
+export const noServerCapacity = (message: string, details?: ErrorDetail[]) =>
+  new AppError('NO_SERVER_CAPACITY', message, { details });
 
 /** The one wording of a 400 `VALIDATION_ERROR`: `Invalid request: <path>: <message>` of its first detail. */
 export function validationMessage(path: string, message: string): string {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { validation } from './errors.js';
+import { okResponse } from './schema.js';
 
 /** Paging parameters (docs/getting-started.md, "Calling the API"). */
 export const DEFAULT_PAGE_LIMIT = 20;
@@ -85,7 +86,7 @@ export const cursorQueryShape = {
 export const ZCursorQuery = z.object(cursorQueryShape);
 export type TCursorQuery = z.infer<typeof ZCursorQuery>;
 
-/** The paging fields of a page list's response body, for `z.object({ items: ..., ...pageResponseShape })`. */
+/** The paging fields of a page list's response body (pageResponse). */
 export const pageResponseShape = {
   total: z.number().int().describe('Number of items matching the filters, on all pages (exact)'),
   page: z
@@ -103,6 +104,21 @@ export const cursorResponseShape = {
   total: z.number().int().describe('Number of items matching the filters'),
   has_more: z.boolean().describe('True when more items follow; pass the last id as `starting_after`'),
 };
+
+/** The items of a list under `key`, as the response shape of a list. */
+function itemsShape<K extends string, T extends z.ZodType>(key: K, item: T) {
+  return { [key]: z.array(item) } as { [P in K]: z.ZodArray<T> };
+}
+
+/** The success body of a page list: `{ success: true, <key>: [item], total, page, limit, has_more }`. */
+export function pageResponse<K extends string, T extends z.ZodType>(key: K, item: T) {
+  return okResponse({ ...itemsShape(key, item), ...pageResponseShape });
+}
+
+/** The success body of a cursor list: `{ success: true, <key>: [item], total, has_more }`. */
+export function cursorResponse<K extends string, T extends z.ZodType>(key: K, item: T) {
+  return okResponse({ ...itemsShape(key, item), ...cursorResponseShape });
+}
 
 /** Newest first, ties broken by id (docs/getting-started.md, "Calling the API"): every list uses this order. */
 export const NEWEST_FIRST = { createdAt: 'desc', id: 'desc' } as const;

@@ -62,3 +62,16 @@ export function zPathId(prefix: IdPrefix, what: string) {
     description: `${what} id, \`${prefix}_…\``,
   });
 }
+
+/** A success body, `{ success: true, ...shape }` (docs/api-conventions.md, "The envelope"): `success` first. */
+export function okResponse<S extends z.core.$ZodLooseShape>(shape: S) {
+  return z.object({ success: z.literal(true), ...shape });
+}
+
+/**
+ * The `user_id` filter of a list of resources users own: an owner's id (`usr_…`, or what `description` allows).
+ * `description` says what it selects, and for whom.
+ */
+export function zUserIdFilter(description: string) {
+  return z.string().min(1).max(MAX_ID_LENGTH).optional().describe(description);
+}

@@ -5,7 +5,7 @@ import {
   verifyBearer,
   type Actor,
 } from '../access/actor.js';
-import { rateLimitHeaders, rateLimitedError } from '../access/api-usage.js';
+import { rateLimitHeaders, rateLimitedError } from '../limits/api-usage.js';
 import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
 import { AppError, type ErrorCode } from '../lib/errors.js';

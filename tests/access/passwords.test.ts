@@ -1,3 +1,4 @@
+// Test tier: unit
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import { PasswordHasher } from '../../server/access/passwords.js';

@@ -10,6 +10,7 @@ import { createInProcessContext } from '../../server/trpc/context.js';
 import { newId } from '../../server/lib/ids.js';
 import { WebhookDelivery } from '../../server/modules/webhooks/webhook-delivery.entity.js';
 import { Webhook } from '../../server/modules/webhooks/webhook.entity.js';
+import { HostingSite } from '../../server/modules/hosting/hosting-site.entity.js';
 import { createUser, signedIn, uniqueEmail, type TestUser } from '../support/factories.js';
 import type { FakeClock } from '../support/fake-clock.js';
 import type { TestServer } from '../support/server.js';
@@ -249,6 +250,20 @@ export const auditFixtures: Record<string, AuditFixture> = {
   'hosting.sites.delete': async ({ s, owner }) => {
     const id = await site(s, owner);
     return { token: owner.token, input: { id }, target: () => ({ type: 'site', id }) };
+  },
+  'hosting.sites.verifyDomain': async ({ s, owner }) => {
+    // A domain whose record was already found: the verify answers 200 without a DNS lookup (the server of this
+    // table has no DNS server of its own; tests/modules/hosting/hosting.domains.test.ts runs the lookups).
+    const { site } = await s.caller(owner.token).hosting.sites.create({
+      name: 'Audited domain',
+      git_repo: GIT_REPO,
+      framework: 'vue',
+      domain: `audited-${Math.random().toString(36).slice(2, 10)}.example`,
+    });
+    await s.deps.db.orm.em
+      .fork()
+      .nativeUpdate(HostingSite, { id: site.id }, { domainVerifiedAt: new Date() });
+    return { token: owner.token, input: { id: site.id }, target: () => ({ type: 'site', id: site.id }) };
   },
   'hosting.sites.deploy': async ({ s, owner }) => {
     const id = await site(s, owner);

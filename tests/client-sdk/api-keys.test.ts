@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { PermissionError, createClient, type Fetch } from '@cloud-platform/client';
 import { createOrg } from '../support/factories.js';

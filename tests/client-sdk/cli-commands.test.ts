@@ -1,3 +1,4 @@
+// Test tier: process
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';

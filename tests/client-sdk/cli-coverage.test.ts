@@ -1,3 +1,4 @@
+// Test tier: unit
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { expect } from 'chai';

@@ -1,3 +1,4 @@
+// Test tier: process
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';

@@ -1,3 +1,4 @@
+// Test tier: process
 import { expect } from 'chai';
 import { HostingSite } from '../../server/modules/hosting/hosting-site.entity.js';
 import { terminalSafe, terminalSafeJson } from '../../client-sdk/src/cli/output.js';

@@ -1,3 +1,4 @@
+// Test tier: process
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';

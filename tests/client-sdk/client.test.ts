@@ -1,3 +1,4 @@
+// Test tier: server
 import { createServer } from 'node:net';
 import { expect } from 'chai';
 import {

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 // By path: the sources of this checkout, whatever the workspace link resolves to.
 import { createClient, NotFoundError, type BuildLogLine } from '../../client-sdk/src/index.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { AuthenticationError, ConflictError, ValidationError, createClient } from '@cloud-platform/client';
 import { DEFAULT_PASSWORD, createOrg, createUser } from '../support/factories.js';

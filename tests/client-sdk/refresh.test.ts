@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import {
   AuthenticationError,

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import pg from 'pg';
 import { compactListCounts } from '../../server/db/list-counts.js';

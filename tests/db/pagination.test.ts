@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { z } from 'zod';
 import { User } from '../../server/access/user.entity.js';

@@ -1,12 +1,10 @@
+// Test tier: db
 import { expect } from 'chai';
 import { SchemaComparator } from '@mikro-orm/sql';
-import { openDatabase, UNMODELLED_TABLES, type Database } from '../../server/db/orm.js';
+import { UNMODELLED_TABLES, type Database } from '../../server/db/orm.js';
 import { createJobQueue, type JobQueue } from '../../server/jobs/queue.js';
-import { buildRegistry } from '../../server/kit/registry.js';
-import { modules } from '../../server/modules.js';
 import { usingPostgres } from '../support/env.js';
-
-const quietLog = { error() {}, warn() {} };
+import { openMigratedDatabase, quietLog } from '../support/migrated-database.js';
 
 /**
  * The entities must describe exactly what the migrations create: a difference means either an entity that says
@@ -23,13 +21,7 @@ describe(`database schema matches the entities (${usingPostgres ? 'PostgreSQL' :
   before(async () => {
     // On PostgreSQL this is the run's shared database, already migrated by an earlier server or not: either way the
     // migrations are applied once, as at any start.
-    const { entities, migrations } = buildRegistry(modules);
-    db = await openDatabase({
-      databaseUrl: process.env.DATABASE_URL,
-      pgliteDataDir: 'memory://',
-      entities: [...entities],
-      migrations: [...migrations],
-    });
+    db = await openMigratedDatabase();
     jobs = createJobQueue(db, quietLog);
     await jobs.start();
   });

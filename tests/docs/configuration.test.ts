@@ -1,3 +1,4 @@
+// Test tier: unit
 import { expect } from 'chai';
 import { read } from './markdown.js';
 

@@ -1,3 +1,4 @@
+// Test tier: unit
 import { expect } from 'chai';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -8,8 +9,10 @@ import { fencedBlocks, read, ROOT } from './markdown.js';
 /**
  * The state diagrams of the guides (README, "Guides") against the code: the statuses of each machine are the enum of
  * its `status` field in the OpenAPI document, which is generated from the Zod schemas the routers answer with, so a
- * status added to the code without its picture fails here, wherever the enum is declared. A transition table
- * exported by a module (`export const …_TRANSITIONS = { from: [to, …] }`) must have each of its edges drawn.
+ * status added to the code without its picture fails here, wherever the enum is declared. Each machine has its
+ * transition table in a module, named after it (`export const VPN_CONNECTION_TRANSITIONS = { from: [to, …] }` is the
+ * table of `vpn-connection`), and the table's edges are the diagram's edges, both ways (the `[*]` arrows, start and
+ * end, are not moves of a status).
  */
 
 type Json = Record<string, unknown>;
@@ -114,8 +117,14 @@ function diagramOf(m: Machine): Diagram {
   return parseDiagram(blocks[0]!.body);
 }
 
-/** Files under server/modules that export a transition table, and the tables they export. */
-async function transitionTables(): Promise<{ file: string; name: string; edges: [string, string][] }[]> {
+interface Table {
+  file: string;
+  name: string;
+  edges: [string, string][];
+}
+
+/** Every `export const …TRANSITIONS` under server/modules, with its edges (from → to). */
+async function transitionTables(): Promise<Table[]> {
   const files: string[] = [];
   const walk = (dir: string) => {
     for (const name of readdirSync(dir)) {
@@ -125,7 +134,7 @@ async function transitionTables(): Promise<{ file: string; name: string; edges: 
     }
   };
   walk(join(ROOT, 'server', 'modules'));
-  const out: { file: string; name: string; edges: [string, string][] }[] = [];
+  const out: Table[] = [];
   for (const file of files) {
     const names = [...readFileSync(file, 'utf8').matchAll(/export const (\w*TRANSITIONS)\b/gi)].map(
       (m) => m[1]!,
@@ -149,6 +158,22 @@ async function transitionTables(): Promise<{ file: string; name: string; edges: 
   return out;
 }
 
+/** The machine a table names: `VPN_CONNECTION_TRANSITIONS` → `vpn-connection`; null without the suffix. */
+function machineOfTable(name: string): string | null {
+  const m = /^([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)_TRANSITIONS$/.exec(name);
+  return m ? m[1]!.toLowerCase().replace(/_/g, '-') : null;
+}
+
+/** The name of a machine's table: `vpn-connection` → `VPN_CONNECTION_TRANSITIONS`. */
+function tableOfMachine(id: string): string {
+  return `${id.toUpperCase().replace(/-/g, '_')}_TRANSITIONS`;
+}
+
+/** The edges of a diagram between two states (not the `[*]` start and end arrows). */
+function moves(d: Diagram): Set<string> {
+  return new Set([...d.edges].filter((e) => !e.includes('[*]')));
+}
+
 describe('State diagrams of the guides', () => {
   for (const m of MACHINES) {
     it(`${m.guide} draws every status of ${m.id}, and no other`, () => {
@@ -161,30 +186,63 @@ describe('State diagrams of the guides', () => {
     });
   }
 
-  it('every transition table of the code is drawn edge by edge', async () => {
+  it('every transition table names its machine, and every machine has its table', async () => {
     const problems: string[] = [];
-    for (const table of await transitionTables()) {
-      const states = new Set(table.edges.flat());
-      const machine = MACHINES.find((m) => [...states].every((s) => statusEnum(m).includes(s)));
-      if (!machine) {
-        problems.push(`${table.file}: ${table.name} matches no diagram (add its machine to this test)`);
-        continue;
+    const tables = await transitionTables();
+    for (const t of tables) {
+      const id = machineOfTable(t.name);
+      if (id === null) {
+        problems.push(`${t.file}: ${t.name} does not name its machine (<MACHINE>_TRANSITIONS)`);
+      } else if (!MACHINES.some((m) => m.id === id)) {
+        problems.push(
+          `${t.file}: ${t.name} names "${id}", which no diagram is marked with (add it to MACHINES)`,
+        );
       }
-      const { edges } = diagramOf(machine);
-      for (const [from, to] of table.edges) {
-        if (!edges.has(`${from} --> ${to}`)) {
-          problems.push(`${table.file}: ${table.name} allows ${from} → ${to}, not drawn in ${machine.guide}`);
-        }
+    }
+    for (const m of MACHINES) {
+      const found = tables.filter((t) => t.name === tableOfMachine(m.id));
+      if (found.length !== 1) {
+        problems.push(
+          `${m.id}: ${found.length} exports of ${tableOfMachine(m.id)} under server/modules (want exactly one)`,
+        );
       }
     }
     expect(problems, problems.join('\n')).to.deep.equal([]);
   });
+
+  for (const m of MACHINES) {
+    it(`the table of ${m.id} has exactly the edges ${m.guide} draws`, async () => {
+      const table = (await transitionTables()).find((t) => t.name === tableOfMachine(m.id));
+      expect(table, `${tableOfMachine(m.id)} under server/modules`).to.not.equal(undefined);
+      const drawn = moves(diagramOf(m));
+      const allowed = new Set(table!.edges.map(([from, to]) => `${from} --> ${to}`));
+      const notDrawn = [...allowed].filter((e) => !drawn.has(e));
+      const notAllowed = [...drawn].filter((e) => !allowed.has(e));
+      expect(notDrawn, `${table!.file}: ${table!.name} allows these, not drawn in ${m.guide}`).to.deep.equal(
+        [],
+      );
+      expect(
+        notAllowed,
+        `${m.guide} draws these, which ${table!.file}: ${table!.name} does not allow`,
+      ).to.deep.equal([]);
+    });
+  }
 
   it('the architecture guide draws the processes, PostgreSQL, Redis, the jobs and the drivers', () => {
     const blocks = fencedBlocks(read('docs/architecture.md'), 'mermaid');
     expect(blocks).to.have.length.greaterThan(0);
     const body = blocks[0]!.body;
     for (const word of ['PostgreSQL', 'Redis', 'Job', 'Drivers', 'process']) expect(body).to.include(word);
+  });
+
+  it('names a table after its machine', () => {
+    expect(machineOfTable('VPN_CONNECTION_TRANSITIONS')).to.equal('vpn-connection');
+    expect(machineOfTable('WEBHOOK_DELIVERY_TRANSITIONS')).to.equal('webhook-delivery');
+    expect(machineOfTable('TRANSITIONS')).to.equal(null);
+    expect(machineOfTable('deploymentTransitions')).to.equal(null);
+    expect(tableOfMachine('webhook-delivery')).to.equal('WEBHOOK_DELIVERY_TRANSITIONS');
+    const d = parseDiagram('stateDiagram-v2\n  [*] --> a\n  a --> b\n  b --> b: again\n  b --> [*]');
+    expect([...moves(d)]).to.deep.equal(['a --> b', 'b --> b']);
   });
 
   it('reads a diagram as mermaid does', () => {

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { listGuides } from '../../server/guides.js';
 import { http } from '../support/http.js';

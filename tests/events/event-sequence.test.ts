@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { Event } from '../../server/events/event.entity.js';
 import { recordEvent } from '../../server/events/record-event.js';
@@ -9,7 +10,10 @@ import { startReceiver, type Receiver } from '../modules/webhooks/receiver.js';
 import { createWebhook } from '../modules/webhooks/webhook-helpers.js';
 import { billingEvents } from '../modules/billing/billing-helpers.js';
 
-/** Events are ordered by the sequence they were recorded in, not by their time (docs/adding-a-module.md, "Events"). */
+/**
+ * Events are ordered by the sequence they were recorded in, not by their time (docs/adding-a-module.md, "Checklist",
+ * step 5).
+ */
 describe('events: ordered by their sequence', () => {
   let s: TestServer;
   let rx: Receiver;

@@ -1,3 +1,4 @@
+// Test tier: server
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,22 +9,12 @@ import pg from 'pg';
 import { usingPostgres } from '../support/env.js';
 import { http } from '../support/http.js';
 import { freePort } from '../support/ports.js';
+import { waitFor, waitForServerStart } from '../support/wait.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls until `check` holds; fails after `ms` (a deadline for a broken recovery, not a timing assertion). */
-async function eventually<T>(check: () => Promise<T>, what: string, ms: number): Promise<NonNullable<T>> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 /**
  * Crash recovery of jobs (docs/operating.md, "Jobs and crash recovery"): a server process is killed (SIGKILL) while it holds
@@ -84,18 +75,7 @@ describe('jobs held by a killed process', function () {
     let stderr = '';
     proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const baseUrl = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      if (proc.exitCode !== null) throw new Error(`server exited: ${stderr}`);
-      try {
-        const res = await fetch(`${baseUrl}/readyz`);
-        if (res.status === 200) break;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) throw new Error(`server did not start: ${stderr}`);
-      await sleep(200);
-    }
+    await waitForServerStart(baseUrl, proc, () => stderr);
     return { baseUrl, proc };
   }
 
@@ -148,15 +128,15 @@ describe('jobs held by a killed process', function () {
     let held: { id: string; name: string }[];
     let killedAt: number | undefined;
     try {
-      held = await eventually(
+      held = await waitFor(
+        'the first process to claim the jobs',
         async () => {
           const rows = await activeJobs(reader);
           return rows.some((r) => r.name === 'vpn.activate') && rows.some((r) => r.name === 'databases.ready')
             ? rows
             : null;
         },
-        'the first process to claim the jobs',
-        60_000,
+        { timeoutMs: 60_000, intervalMs: 250 },
       );
       // Longer than a lease: the heartbeat keeps a slow job of a live process claimed.
       await sleep(Math.max(0, lockedAt + 17_000 - Date.now()));
@@ -184,7 +164,8 @@ describe('jobs held by a killed process', function () {
     try {
       const login2 = await http(second.baseUrl, 'POST', '/v1/auth/login', { body: owner });
       const token2 = login2.body.token as string;
-      await eventually(
+      await waitFor(
+        'every connection active and the database running on the second process',
         async () => {
           const list = await http(second.baseUrl, 'GET', '/v1/vpn/connections?limit=20', { token: token2 });
           const db = await http(second.baseUrl, 'GET', `/v1/databases/${databaseId}`, { token: token2 });
@@ -194,8 +175,7 @@ describe('jobs held by a killed process', function () {
             db.body.database.status === 'running'
           );
         },
-        'every connection active and the database running on the second process',
-        90_000,
+        { timeoutMs: 90_000, intervalMs: 250 },
       );
 
       const check = new pg.Client({ connectionString: scratch!.url });
@@ -221,7 +201,8 @@ describe('jobs held by a killed process', function () {
         expect(Object.fromEntries(events.rows.map((r) => [r.id, r.n]))).to.deep.equal(
           Object.fromEntries(connections.map((id) => [id, 1])),
         );
-        await eventually(
+        await waitFor(
+          'a delivery per event',
           async () =>
             Number(
               (
@@ -230,8 +211,7 @@ describe('jobs held by a killed process', function () {
                 )
               ).rows[0]!.n,
             ) === 5,
-          'a delivery per event',
-          30_000,
+          { timeoutMs: 30_000, intervalMs: 250 },
         );
         const deliveries = await check.query<{ event_id: string; n: number }>(
           `select event_id, count(*)::int as n from webhook_deliveries

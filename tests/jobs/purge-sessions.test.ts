@@ -1,3 +1,4 @@
+// Test tier: server
 import { purgeExpiredSessionsJob } from '../../server/modules/auth/auth.jobs.js';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
@@ -8,6 +9,7 @@ import { purgeExpiredSessions } from '../../server/modules/auth/auth.service.js'
 import { createOrg } from '../support/factories.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { sharedServer, type TestServer } from '../support/server.js';
+import { waitFor } from '../support/wait.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -80,14 +82,15 @@ describe('job auth.purge-expired-sessions', () => {
     const ids = await makeSessions(new Date(Date.now() - 400 * DAY));
     const id = await s.deps.jobs.send(purgeExpiredSessionsJob, {});
     s.deps.jobs.notify('auth.purge-expired-sessions');
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const job = await s.deps.jobs.getJob('auth.purge-expired-sessions', id!);
-      if (job?.state === 'completed') break;
-      expect(job?.state, 'the purge job').to.not.equal('failed');
-      if (Date.now() > deadline) throw new Error('the purge job did not complete');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(
+      'the purge job to complete',
+      async () => {
+        const job = await s.deps.jobs.getJob('auth.purge-expired-sessions', id!);
+        expect(job?.state, 'the purge job').to.not.equal('failed');
+        return job?.state === 'completed';
+      },
+      { timeoutMs: 20_000 },
+    );
     expect(await remaining(ids)).to.deep.equal([]);
   });
 });

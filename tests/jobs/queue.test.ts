@@ -1,3 +1,4 @@
+// Test tier: db
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +9,7 @@ import { createJobQueue, jobRef, type JobInfo, type JobQueue } from '../../serve
 import { buildRegistry } from '../../server/kit/registry.js';
 import { modules } from '../../server/modules.js';
 import { usingPostgres } from '../support/env.js';
+import { waitFor } from '../support/wait.js';
 
 /** A queue name of its own per test: the PostgreSQL test database is shared with the rest of the run. */
 const queueName = (label: string) => `test.${label}.${randomBytes(4).toString('hex')}`;
@@ -25,20 +27,8 @@ function openDb(pgliteDataDir = 'memory://'): Promise<Database> {
   });
 }
 
-/** Polls until `check` holds; fails the test after `ms` (a deadline for a broken queue, not a timing assertion). */
-async function eventually<T>(
-  check: () => T | Promise<T>,
-  what: string,
-  ms = 20_000,
-): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value as Exclude<T, false | null | undefined | 0 | ''>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** How long a test waits for the queue: a deadline for a broken queue, not a timing assertion. */
+const deadline = { timeoutMs: 20_000 };
 
 function deferred() {
   let resolve!: () => void;
@@ -109,13 +99,21 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
     expect(stored!.state).to.equal('created');
     expect(stored!.startAfter.getTime()).to.be.at.least(sentAt + 1500);
 
-    const [run] = await eventually(() => runsOf(delayed).length > 0 && runsOf(delayed), 'the delayed job');
+    const [run] = await waitFor(
+      'the delayed job',
+      () => runsOf(delayed).length > 0 && runsOf(delayed),
+      deadline,
+    );
     expect(run!.data).to.deep.equal({ hello: 'later' });
     expect(run!.at).to.be.at.least(sentAt + 1500);
-    const done = await eventually(async () => {
-      const j = await jobs.getJob(delayed, id!);
-      return j?.state === 'completed' && j;
-    }, 'completion');
+    const done = await waitFor(
+      'completion',
+      async () => {
+        const j = await jobs.getJob(delayed, id!);
+        return j?.state === 'completed' && j;
+      },
+      deadline,
+    );
     expect(done.startedOn!.getTime()).to.be.at.least(done.startAfter.getTime());
   });
 
@@ -144,20 +142,25 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
     expect(rolledBackId).to.be.a('string');
     expect(await jobs.getJob(inTx, rolledBackId!)).to.equal(null);
 
-    await eventually(() => runsOf(inTx).length > 0, 'the committed job');
-    await eventually(
-      async () => (await jobs.getJob(inTx, committedId!))?.state === 'completed',
+    await waitFor('the committed job', () => runsOf(inTx).length > 0, deadline);
+    await waitFor(
       'completion',
+      async () => (await jobs.getJob(inTx, committedId!))?.state === 'completed',
+      deadline,
     );
     expect(runsOf(inTx).map((r) => r.data)).to.deep.equal([{ outcome: 'commit' }]);
   });
 
   it('retries a failing job retryLimit times, then marks it failed', async () => {
     const id = await jobs.send(jobRef(alwaysFails), { x: 1 });
-    const failed = await eventually(async () => {
-      const j = await jobs.getJob(alwaysFails, id!);
-      return j?.state === 'failed' && j;
-    }, 'the final failure');
+    const failed = await waitFor(
+      'the final failure',
+      async () => {
+        const j = await jobs.getJob(alwaysFails, id!);
+        return j?.state === 'failed' && j;
+      },
+      deadline,
+    );
     expect(failed.retryCount).to.equal(2);
     expect(failed.output).to.deep.include({ message: 'always fails' });
     expect(runsOf(alwaysFails).map((r) => r.job.retryCount)).to.deep.equal([0, 1, 2]);
@@ -165,10 +168,14 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
 
   it('completes a job whose retry succeeds', async () => {
     const id = await jobs.send(jobRef(failsOnce), { key: 'k' });
-    const done = await eventually(async () => {
-      const j = await jobs.getJob(failsOnce, id!);
-      return j?.state === 'completed' && j;
-    }, 'completion');
+    const done = await waitFor(
+      'completion',
+      async () => {
+        const j = await jobs.getJob(failsOnce, id!);
+        return j?.state === 'completed' && j;
+      },
+      deadline,
+    );
     expect(done.retryCount).to.equal(1);
     expect(runsOf(failsOnce).map((r) => r.job.retryCount)).to.deep.equal([0, 1]);
   });
@@ -181,10 +188,14 @@ describe(`job queue (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
         ids.push((await jobs.send(jobRef(batch), { n, fail: n === 2 }, { em: tx }))!);
     });
     jobs.notify(batch);
-    const all = await eventually(async () => {
-      const stored = await Promise.all(ids.map((id) => jobs.getJob(batch, id)));
-      return stored.every((j) => j?.state === 'completed' || j?.state === 'failed') && stored;
-    }, 'the batch');
+    const all = await waitFor(
+      'the batch',
+      async () => {
+        const stored = await Promise.all(ids.map((id) => jobs.getJob(batch, id)));
+        return stored.every((j) => j?.state === 'completed' || j?.state === 'failed') && stored;
+      },
+      deadline,
+    );
     expect(all.map((j) => j!.state)).to.deep.equal(['completed', 'failed', 'completed']);
     // One fetch started all three (pg-boss stamps them in one statement).
     expect(new Set(all.map((j) => j!.startedOn!.getTime())).size).to.equal(1);
@@ -282,9 +293,13 @@ describe(`job queue across a restart (${usingPostgres ? 'PostgreSQL' : 'PGlite d
     });
     try {
       await jobs.start();
-      await eventually(() => ran.length > 0, 'the job after the restart');
+      await waitFor('the job after the restart', () => ran.length > 0, deadline);
       expect(ran).to.deep.equal([{ data: { survives: true }, id }]);
-      await eventually(async () => (await jobs.getJob(name, id!))?.state === 'completed', 'completion');
+      await waitFor(
+        'completion',
+        async () => (await jobs.getJob(name, id!))?.state === 'completed',
+        deadline,
+      );
     } finally {
       await jobs.stop();
       await db.close();

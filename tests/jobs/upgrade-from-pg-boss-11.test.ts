@@ -1,3 +1,4 @@
+// Test tier: process
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -7,22 +8,10 @@ import { expect } from 'chai';
 import pg from 'pg';
 import PgBoss11 from 'pg-boss-11';
 import { freePort } from '../support/ports.js';
+import { waitFor, waitForServerStart } from '../support/wait.js';
 import { ownPostgresDatabaseOnEveryPass, type ScratchDatabase } from '../support/scratch-database.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls until `check` holds; fails after `ms` (a deadline for a broken upgrade, not a timing assertion). */
-async function eventually<T>(check: () => Promise<T>, what: string, ms: number): Promise<NonNullable<T>> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 /**
  * The in-place upgrade of the job queue (docs/jobs.md, "Upgrading from pg-boss 11"): a database whose `pgboss`
@@ -74,17 +63,7 @@ describe('job queue upgraded in place from pg-boss 11', function () {
     });
     let stderr = '';
     proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      if (proc.exitCode !== null) throw new Error(`server exited: ${stderr}`);
-      try {
-        if ((await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200) break;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) throw new Error(`server did not start: ${stderr}`);
-      await sleep(200);
-    }
+    await waitForServerStart(`http://127.0.0.1:${port}`, proc, () => stderr);
     return proc;
   }
 
@@ -120,7 +99,8 @@ describe('job queue upgraded in place from pg-boss 11', function () {
       expect(await version()).to.be.above(before);
 
       const ids = [queued, delayed, held];
-      const jobs = await eventually(
+      const jobs = await waitFor(
+        'the jobs queued before the upgrade to complete',
         async () => {
           const { rows } = await check.query<{ id: string; state: string; retry_count: number }>(
             `select id, state, retry_count from pgboss.job where id = any($1::uuid[])`,
@@ -128,8 +108,7 @@ describe('job queue upgraded in place from pg-boss 11', function () {
           );
           return rows.length === 3 && rows.every((r) => r.state === 'completed') ? rows : null;
         },
-        'the jobs queued before the upgrade to complete',
-        90_000,
+        { timeoutMs: 90_000, intervalMs: 250 },
       );
       const byId = new Map(jobs.map((j) => [j.id, j.retry_count]));
       expect(byId.get(queued)).to.equal(0);

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { AppError, notFound } from '../../server/lib/errors.js';
 import { createOrg } from '../support/factories.js';

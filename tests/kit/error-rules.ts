@@ -2,8 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 
 /**
- * The one way a module fails (docs/adding-a-module.md, "Errors"): it throws the shared constructors of
- * server/lib/errors.ts (`notFound('Site')`, `conflict(...)`, `validation(path, message)`...), never
+ * The one way a module fails (docs/adding-a-module.md, "Checklist", steps 3 and 7): it throws the shared constructors
+ * of server/lib/errors.ts (`notFound('Site')`, `conflict(...)`, `validation(path, message)`...), never
  * `new AppError(...)` nor an error helper of its own, and a router declares its errors by code in `meta.errors`,
  * never by status in `meta.openapi.errorResponses`.
  */

@@ -1,3 +1,4 @@
+// Test tier: unit
 import { readdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,36 +9,17 @@ import { errorFormViolations } from './error-rules.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const MODULES = resolve(ROOT, 'server/modules');
 
-/**
- * Modules still failing the older ways (`new AppError(...)`, a local `invalid()`, `errorResponses` by status)
- * while they are being changed; each moves to the shared constructors and `meta.errors`, then leaves this list.
- * This list only shrinks: empty, the rule holds for every module.
- */
-const NOT_YET_CONVERTED = new Set<string>([]);
-
-describe('one way to fail (docs/adding-a-module.md, "Errors")', () => {
+describe('one way to fail (docs/adding-a-module.md, "Checklist", steps 3 and 7)', () => {
   const modules = readdirSync(MODULES, { withFileTypes: true })
     .filter((e) => e.isDirectory())
     .map((e) => e.name);
 
   it('every module throws the shared constructors and declares its errors by code', () => {
     const found = [
-      ...modules
-        .filter((m) => !NOT_YET_CONVERTED.has(m))
-        .flatMap((m) => errorFormViolations(resolve(MODULES, m), ROOT)),
+      ...modules.flatMap((m) => errorFormViolations(resolve(MODULES, m), ROOT)),
       ...errorFormViolations(resolve(ROOT, 'server/kit'), ROOT),
     ];
     expect(found.map((v) => `${v.file}:${v.line} ${v.rule}`)).to.deep.equal([]);
-  });
-
-  it('the allow-list names only modules that exist and still need it', () => {
-    for (const m of NOT_YET_CONVERTED) {
-      expect(modules, `${m} is no module`).to.include(m);
-      expect(
-        errorFormViolations(resolve(MODULES, m), ROOT),
-        `${m} fails only the shared way now: remove it from NOT_YET_CONVERTED`,
-      ).to.not.deep.equal([]);
-    }
   });
 
   it('the rules catch the other forms', () => {

@@ -1,26 +1,50 @@
+// Test tier: unit
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import ts from 'typescript';
 
 /**
  * The layers of docs/adding-a-module.md, held by a test: each file imports only from its own layer or the ones
- * below it (type-only imports included: a type is a dependency too).
+ * below it (type-only imports included: a type is a dependency too). Under them all, shared/: the few modules the
+ * API and the VPN agent both use, which import neither (docs/architecture.md, "Project layout").
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SERVER = resolve(ROOT, 'server');
+const SHARED = resolve(ROOT, 'shared');
+const AGENT = resolve(ROOT, 'vpn-agent');
 
-const LAYERS = ['lib', 'db', 'jobs/events', 'access', 'kit', 'trpc', 'modules', 'router', 'app'] as const;
+const LAYERS = [
+  'shared',
+  'lib',
+  'db',
+  'jobs/events',
+  'limits',
+  'access',
+  'kit',
+  'trpc',
+  'modules',
+  'router',
+  'app',
+] as const;
 type Layer = (typeof LAYERS)[number];
 
-/** The layer of a file under server/. */
+/** True when `file` is `dir` or lies inside it. */
+function isUnder(dir: string, file: string): boolean {
+  const rel = relative(dir, file);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/** The layer of a file under server/ or shared/. */
 export function layerOf(file: string): Layer {
+  if (isUnder(SHARED, file)) return 'shared';
   const rel = relative(SERVER, file).replaceAll('\\', '/');
   const top = rel.split('/')[0]!;
   if (top === 'lib' || rel === 'config.ts') return 'lib';
   if (top === 'db') return 'db';
   if (top === 'jobs' || top === 'events' || top === 'mail') return 'jobs/events';
+  if (top === 'limits') return 'limits';
   if (top === 'access') return 'access';
   if (top === 'kit') return 'kit';
   if (top === 'trpc') return 'trpc';
@@ -37,9 +61,9 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Every relative module specifier a file imports or re-exports, resolved to a file path. */
-export function importsOf(file: string): string[] {
-  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2023, true);
+/** Every relative module specifier a file (or `text` as that file) imports or re-exports, resolved to a file path. */
+export function importsOf(file: string, text = readFileSync(file, 'utf8')): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2023, true);
   const out: string[] = [];
   const visit = (node: ts.Node) => {
     if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier) {
@@ -59,23 +83,17 @@ export function importsOf(file: string): string[] {
   return out.filter((s) => s.startsWith('.')).map((s) => resolve(dirname(file), s.replace(/\.js$/, '.ts')));
 }
 
-/**
- * The one import up the layers: the type of `deps.modules` (kit/deps.ts) is derived from the list of modules
- * (server/modules.ts), type only, so that adding a module adds its key. Held to `import type` below.
- */
-const TYPE_OF_MODULES = { from: 'kit/deps.ts', to: 'modules.ts' };
-
 const moduleOf = (file: string) => relative(resolve(SERVER, 'modules'), file).split('/')[0]!;
 
 /** The rule breaks of one import, as sentences; empty when it is allowed. */
 export function violations(from: string, to: string): string[] {
   const out: string[] = [];
+  if (!isUnder(SERVER, to) && !isUnder(SHARED, to)) {
+    return [`${relative(ROOT, from)} imports ${relative(ROOT, to)}, outside server/ and shared/`];
+  }
   const a = layerOf(from);
   const b = layerOf(to);
-  const exception =
-    relative(SERVER, from) === TYPE_OF_MODULES.from && relative(SERVER, to) === TYPE_OF_MODULES.to;
-  if (LAYERS.indexOf(b) > LAYERS.indexOf(a) && !exception)
-    out.push(`the ${a} layer imports the ${b} layer above it`);
+  if (LAYERS.indexOf(b) > LAYERS.indexOf(a)) out.push(`the ${a} layer imports the ${b} layer above it`);
   if (a === 'modules' && b === 'modules' && moduleOf(from) !== moduleOf(to)) {
     out.push(`module ${moduleOf(from)} imports module ${moduleOf(to)} (share through a lower layer instead)`);
   }
@@ -86,10 +104,37 @@ export function violations(from: string, to: string): string[] {
   return out;
 }
 
-describe('layers (docs/adding-a-module.md)', () => {
-  const files = sourceFiles(SERVER);
+/** A module's key in `deps.modules` (server/kit/deps.ts, `ModuleRuntimes`): its folder's name in camelCase. */
+const runtimeKeyOf = (folder: string) => folder.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
 
-  it('every import of server/ goes down the layers, modules stay apart, only routers know tRPC', () => {
+/**
+ * Where a module's file reaches a runtime other than its own module's (`runtimeOf(deps, 'hosting')` in vpn/), or
+ * reaches one around the kit's accessors (`deps.modules.vpn`), as sentences. Comments are not code.
+ */
+export function runtimeReachViolations(file: string, source: string): string[] {
+  const own = runtimeKeyOf(moduleOf(file));
+  const out: string[] = [];
+  source.split('\n').forEach((line, i) => {
+    if (/^\s*(\*|\/\/|\/\*)/.test(line)) return;
+    const at = `${relative(ROOT, file)}:${i + 1}`;
+    for (const m of line.matchAll(/\b(?:runtimeOf|repositoryOf)\([^,()]+, '(\w+)'\)/g)) {
+      if (m[1] !== own) out.push(`${at}: module ${own} reaches the runtime of ${m[1]}`);
+    }
+    if (/\bdeps\.modules\b/.test(line))
+      out.push(`${at}: deps.modules read directly (use runtimeOf/repositoryOf)`);
+  });
+  return out;
+}
+
+/** The rule breaks of an import of the VPN agent (it runs on hosts of its own): nothing of server/. */
+export function agentViolations(to: string): string[] {
+  return isUnder(SERVER, to) ? [`the VPN agent imports ${relative(ROOT, to)} of the API`] : [];
+}
+
+describe('layers (docs/adding-a-module.md)', () => {
+  const files = [...sourceFiles(SERVER), ...sourceFiles(SHARED)];
+
+  it('every import of server/ and shared/ goes down the layers, modules stay apart, only routers know tRPC', () => {
     const broken: string[] = [];
     for (const file of files) {
       for (const target of importsOf(file)) {
@@ -101,10 +146,20 @@ describe('layers (docs/adding-a-module.md)', () => {
     expect(broken, broken.join('\n')).to.deep.equal([]);
   });
 
-  it('kit/deps.ts takes only the type of the modules list from server/modules.ts', () => {
-    const source = readFileSync(resolve(SERVER, TYPE_OF_MODULES.from), 'utf8');
-    const imports = source.split('\n').filter((line) => /from '\.\.\/modules\.js'/.test(line));
-    expect(imports).to.deep.equal([`import type { ModuleRuntimes } from '../modules.js';`]);
+  it('a module reaches only its own runtime: runtimeOf/repositoryOf name its own key, never deps.modules', () => {
+    const broken: string[] = [];
+    for (const file of sourceFiles(resolve(SERVER, 'modules'))) {
+      broken.push(...runtimeReachViolations(file, readFileSync(file, 'utf8')));
+    }
+    expect(broken, broken.join('\n')).to.deep.equal([]);
+  });
+
+  it("the runtime rule itself: another module's key and a direct deps.modules are refused, comments pass", () => {
+    const file = resolve(SERVER, 'modules/api-keys/x.ts');
+    expect(runtimeReachViolations(file, "const r = repositoryOf(ctx.deps, 'apiKeys');")).to.deep.equal([]);
+    expect(runtimeReachViolations(file, "const r = runtimeOf(deps, 'vpn').peers;")).to.have.length(1);
+    expect(runtimeReachViolations(file, 'const { peers } = deps.modules.vpn;')).to.have.length(1);
+    expect(runtimeReachViolations(file, ' * `deps.modules.apiKeys` is built by create')).to.deep.equal([]);
   });
 
   it('the rule itself: an upward import, a module importing another, a service importing tRPC are refused', () => {
@@ -116,6 +171,16 @@ describe('layers (docs/adding-a-module.md)', () => {
     expect(violations(at('modules/vpn/vpn.service.ts'), at('trpc/context.ts'))).to.have.length(1);
     expect(violations(at('modules/vpn/vpn.router.ts'), at('trpc/procedures.ts'))).to.deep.equal([]);
     expect(violations(at('app.ts'), at('router.ts'))).to.deep.equal([]);
+    // Metering and rate limits sit under access (a user view counts API calls) and over the database.
+    expect(violations(at('access/user.dto.ts'), at('limits/api-usage.ts'))).to.deep.equal([]);
+    expect(violations(at('limits/api-usage.ts'), at('access/actor.ts'))).to.have.length(1);
+    // shared/ sits under every layer of server/ and imports none of them, nor the VPN agent.
+    const shared = resolve(SHARED, 'wireguard-keys.ts');
+    expect(violations(at('modules/vpn/wireguard.ts'), shared)).to.deep.equal([]);
+    expect(violations(at('lib/ids.ts'), shared)).to.deep.equal([]);
+    expect(violations(shared, at('lib/ids.ts'))).to.have.length(1);
+    expect(violations(shared, resolve(AGENT, 'agent.ts'))).to.have.length(1);
+    expect(violations(at('modules/vpn/vpn.service.ts'), resolve(AGENT, 'agent.ts'))).to.have.length(1);
   });
 
   it('the client SDK imports nothing of server/ but types', () => {
@@ -131,6 +196,33 @@ describe('layers (docs/adding-a-module.md)', () => {
       }
     }
     expect(runtime).to.deep.equal([]);
+  });
+
+  it('the VPN agent imports nothing of server/, type-only imports included: it runs on hosts of its own', () => {
+    const agent = sourceFiles(AGENT);
+    expect(agent).to.not.be.empty;
+    const broken: string[] = [];
+    for (const file of agent) {
+      for (const target of importsOf(file)) {
+        for (const v of agentViolations(target)) broken.push(`${relative(ROOT, file)}: ${v}`);
+      }
+    }
+    expect(broken, broken.join('\n')).to.deep.equal([]);
+  });
+
+  it('the rule itself: the agent importing server/, even a type, is refused; shared/ and its own files are not', () => {
+    const file = resolve(AGENT, 'agent.ts');
+    const text = [
+      `import type { VpnServer } from '../server/modules/vpn/vpn-server.entity.js';`,
+      `export type { Actor } from '../server/access/actor.js';`,
+      `type Id = import('../server/lib/ids.js').Id;`,
+      `const later = () => import('../server/modules/vpn/wireguard.js');`,
+      `import { generateWireguardKeyPair } from '../shared/wireguard-keys.js';`,
+      `import { WireguardHost } from './wireguard-host.js';`,
+    ].join('\n');
+    const targets = importsOf(file, text);
+    expect(targets).to.have.length(6);
+    expect(targets.map((t) => agentViolations(t).length)).to.deep.equal([1, 1, 1, 1, 0, 0]);
   });
 });
 

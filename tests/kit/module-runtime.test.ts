@@ -1,3 +1,4 @@
+// Test tier: server
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -60,7 +61,7 @@ describe('module runtimes (docs/adding-a-module.md)', () => {
   it('every module that declares `create` has its runtime in deps.modules, built at start', async () => {
     const s = await sharedServer();
     const declaring = modules.filter((m) => m.create).map((m) => m.name);
-    // The type of deps.modules (ModuleRuntimes, server/modules.ts) is derived from the same list.
+    // The type of deps.modules (ModuleRuntimes, server/kit/deps.ts) is checked against the same list (server/modules.ts).
     expect(Object.keys(s.deps.modules).sort()).to.deep.equal([...declaring].sort());
   });
 

@@ -1,3 +1,4 @@
+// Test tier: server
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
 import { decryptSecret } from '../../server/lib/crypto.js';
@@ -72,7 +73,7 @@ describe('encryption at rest: webhook secrets and environment variables', functi
     const row = await webhookRow(id);
     expect(row.secret).to.match(CIPHERTEXT);
     expect(row.secret).not.to.include(secret.slice(6, 20));
-    expect(decryptSecret(s.deps.keys.twoFactor, row.secret)).to.equal(secret);
+    expect(decryptSecret(s.deps.keys.secrets, row.secret)).to.equal(secret);
 
     const got = await http(s.baseUrl, 'GET', `/v1/webhooks/${id}`, { token: owner.token });
     expect(got.body.webhook.secret).to.equal(`whsec_****${secret.slice(-4)}`);
@@ -86,7 +87,7 @@ describe('encryption at rest: webhook secrets and environment variables', functi
     const after = await webhookRow(id);
     expect(after.secret).to.match(CIPHERTEXT);
     expect(after.previous_secret).to.match(CIPHERTEXT);
-    expect(decryptSecret(s.deps.keys.twoFactor, after.previous_secret!)).to.equal(secret);
+    expect(decryptSecret(s.deps.keys.secrets, after.previous_secret!)).to.equal(secret);
     await testDelivery(owner.token, id, rotated.body.secret);
     await testDelivery(owner.token, id, secret, true);
   });
@@ -107,7 +108,7 @@ describe('encryption at rest: webhook secrets and environment variables', functi
     expect(await webhooksModule.encryptAtRest?.(s.deps)).to.be.at.least(1);
     const row = await webhookRow(id);
     expect(row.secret).to.match(CIPHERTEXT);
-    expect(decryptSecret(s.deps.keys.twoFactor, row.secret)).to.equal(secret);
+    expect(decryptSecret(s.deps.keys.secrets, row.secret)).to.equal(secret);
     await testDelivery(owner.token, id, secret);
     // Nothing left in clear: a second run changes nothing.
     expect(await webhooksModule.encryptAtRest?.(s.deps)).to.equal(0);

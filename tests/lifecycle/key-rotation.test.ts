@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+// Test tier: server
+import { hkdfSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +44,13 @@ describe('at-rest ciphertexts and key rings', () => {
     const v1 = underOld.replace(/^v2\.[^.]+\./, 'v1.');
     expect(isEncryptedSecret(v1)).to.equal(true);
     expect(decryptSecret(rotated, v1)).to.equal('a secret');
+  });
+
+  it("derives each purpose's key with the HKDF info it always had, so stored values stay readable", () => {
+    const rings = atRestKeyRings('a-secret-of-this-test');
+    const derive = (info: string) => Buffer.from(hkdfSync('sha256', 'a-secret-of-this-test', '', info, 32));
+    expect(rings.secrets.current.key.equals(derive('two-factor secrets'))).to.equal(true);
+    expect(rings.idempotency.current.key.equals(derive('idempotency records'))).to.equal(true);
   });
 
   it('refuses clearly a value of a key that is not configured, or altered', () => {
@@ -222,7 +230,7 @@ describe('rotating the at-rest key (TWO_FACTOR_KEY, TWO_FACTOR_KEY_PREVIOUS)', f
       ]);
       const k1 = atRestKeyRings(K1);
       for (const c of stored) {
-        const ring = c.place === 'idempotency_records.body' ? k1.idempotency : k1.twoFactor;
+        const ring = c.place === 'idempotency_records.body' ? k1.idempotency : k1.secrets;
         expect(() => decryptSecret(ring, unquote(c.value)), c.place).to.not.throw();
       }
     });
@@ -278,7 +286,7 @@ describe('rotating the at-rest key (TWO_FACTOR_KEY, TWO_FACTOR_KEY_PREVIOUS)', f
         webhook.id,
       ]);
       await em.execute('update "webhooks" set "secret" = ? where "id" = ?', [
-        encryptSecret(k2.twoFactor, decryptSecret(k1.twoFactor, row!.secret)),
+        encryptSecret(k2.secrets, decryptSecret(k1.secrets, row!.secret)),
         webhook.id,
       ]);
     });
@@ -287,7 +295,7 @@ describe('rotating the at-rest key (TWO_FACTOR_KEY, TWO_FACTOR_KEY_PREVIOUS)', f
     const stored = await ciphertexts(s.deps.db);
     expect(stored).to.have.length.of.at.least(6);
     for (const c of stored) {
-      const ring = c.place === 'idempotency_records.body' ? k2.idempotency : k2.twoFactor;
+      const ring = c.place === 'idempotency_records.body' ? k2.idempotency : k2.secrets;
       expect(unquote(c.value).startsWith(`v2.${ring.current.id}.`), `${c.place} under the new key`).to.equal(
         true,
       );
@@ -312,8 +320,8 @@ describe('rotating the at-rest key (TWO_FACTOR_KEY, TWO_FACTOR_KEY_PREVIOUS)', f
         'select "secret", "previous_secret" from "webhooks" where "id" = ?',
         [webhook.id],
       );
-    expect(decryptSecret(s.deps.keys.twoFactor, hook!.secret)).to.equal(webhook.secret);
-    expect(decryptSecret(s.deps.keys.twoFactor, hook!.previous_secret)).to.equal(previousSecret);
+    expect(decryptSecret(s.deps.keys.secrets, hook!.secret)).to.equal(webhook.secret);
+    expect(decryptSecret(s.deps.keys.secrets, hook!.previous_secret)).to.equal(previousSecret);
     const site = await http(s.baseUrl, 'GET', `/v1/hosting/sites/${siteId}`, { token });
     expect(site.body.site.environment_variables).to.deep.equal(vars);
     // The kept idempotent answer replays byte for byte.

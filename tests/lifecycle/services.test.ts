@@ -1,3 +1,4 @@
+// Test tier: db
 import { purgeExpiredSessionsJob } from '../../server/modules/auth/auth.jobs.js';
 import { expect } from 'chai';
 import { startServices, stopServices } from '../../server/services.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import pino from 'pino';

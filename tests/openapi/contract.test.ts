@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import type { ObservedResponse } from '../../server/app.js';
 import { contractObserver, contractValidator, takeContractViolations } from '../support/contract.js';

@@ -1,8 +1,4 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
+// Test tier: unit
 import type { AnyTRPCProcedure } from '@trpc/server';
 import { expect } from 'chai';
 import { z } from 'zod';
@@ -287,27 +283,6 @@ describe('OpenAPI document', () => {
     }
     for (const name of Object.keys(doc.components.responses ?? {})) {
       expect(text).to.include(`"#/components/responses/${name}"`);
-    }
-  });
-
-  it('passes `redocly lint` with the recommended rules, without errors', async function () {
-    this.timeout(60_000);
-    const dir = mkdtempSync(join(tmpdir(), 'openapi-'));
-    try {
-      const file = join(dir, 'openapi.json');
-      writeFileSync(file, JSON.stringify(buildOpenApiDocument(), null, 2));
-      const run = promisify(execFile);
-      const { stdout, stderr } = await run(
-        'npx',
-        ['redocly', 'lint', file, '--extends=recommended', '--format=json'],
-        { env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } },
-      ).catch((err: { stdout: string; stderr: string }) => err);
-      const report = JSON.parse(stdout) as { totals: { errors: number }; problems: Json[] };
-      const errors = report.problems.filter((p) => p.severity === 'error').map((p) => p.message);
-      expect(errors, stderr).to.deep.equal([]);
-      expect(report.totals.errors).to.equal(0);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { buildOpenApiDocument } from '../../server/openapi.js';
 import { createOrg } from '../support/factories.js';

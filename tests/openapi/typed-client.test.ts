@@ -1,3 +1,4 @@
+// Test tier: process
 import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

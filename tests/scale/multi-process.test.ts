@@ -1,3 +1,4 @@
+// Test tier: process
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
@@ -12,19 +13,10 @@ import {
   uniqueRedisPrefix,
 } from '../support/redis.js';
 import { ownPostgresDatabaseOnEveryPass, type ScratchDatabase } from '../support/scratch-database.js';
+import { waitFor } from '../support/wait.js';
 
 /** The burst limit of the cluster: the issue's figure (20 per 10 s). */
 const BURST = 20;
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** A webhook receiver that records every attempt it is sent and answers 200. */
 interface Receiver {
@@ -197,13 +189,17 @@ describe('several server processes on one database and one Redis', function () {
     }
     // Still refused on every process, and the billing record holds exactly the quota once the counters are written.
     for (const p of processes()) expect((await me(p, tokens[0]!)).body.error.code).to.equal('QUOTA_EXCEEDED');
-    await until('the counters to be written (every 5 s)', async () => {
-      const { rows } = await sql.query<{ total: string }>(
-        'select sum("count") as total from api_calls_daily where organization_id = $1',
-        [owner.organizationId],
-      );
-      return Number(rows[0]!.total) === 10_000 ? true : undefined;
-    });
+    await waitFor(
+      'the counters to be written (every 5 s)',
+      async () => {
+        const { rows } = await sql.query<{ total: string }>(
+          'select sum("count") as total from api_calls_daily where organization_id = $1',
+          [owner.organizationId],
+        );
+        return Number(rows[0]!.total) === 10_000 ? true : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
   });
 
   it('revokes the whole login everywhere when a refresh token is reused on another process', async () => {
@@ -280,20 +276,28 @@ describe('several server processes on one database and one Redis', function () {
 
     // Each connection's activation job runs (on whichever process claims it) and emits `vpn.connected` once; each
     // event is delivered to the webhook once, in one attempt.
-    await until('every connection to be active', async () => {
-      const { rows } = await sql.query<{ n: string }>(
-        `select count(*) as n from vpn_connections where organization_id = $1 and status = 'active'`,
-        [owner.organizationId],
-      );
-      return Number(rows[0]!.n) === 10 ? true : undefined;
-    });
-    await until('every delivery to succeed', async () => {
-      const { rows } = await sql.query<{ n: string }>(
-        `select count(*) as n from webhook_deliveries where webhook_id = $1 and status = 'success'`,
-        [webhookId],
-      );
-      return Number(rows[0]!.n) >= 10 ? true : undefined;
-    });
+    await waitFor(
+      'every connection to be active',
+      async () => {
+        const { rows } = await sql.query<{ n: string }>(
+          `select count(*) as n from vpn_connections where organization_id = $1 and status = 'active'`,
+          [owner.organizationId],
+        );
+        return Number(rows[0]!.n) === 10 ? true : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    await waitFor(
+      'every delivery to succeed',
+      async () => {
+        const { rows } = await sql.query<{ n: string }>(
+          `select count(*) as n from webhook_deliveries where webhook_id = $1 and status = 'success'`,
+          [webhookId],
+        );
+        return Number(rows[0]!.n) >= 10 ? true : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
     const { rows: events } = await sql.query<{ connection: string; n: string }>(
       `select data->'object'->>'id' as connection, count(*) as n from events
         where organization_id = $1 and type = 'vpn.connected' group by 1`,

@@ -4,9 +4,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort } from './ports.js';
+import { waitFor } from './wait.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-/** What `npm start` runs (README, "Quick start"): server/ built by esbuild into dist/. */
+/** What `npm start` runs (README, "Quick start"): server/ and shared/ built by esbuild into dist/. */
 const SERVER_SCRIPT = 'dist/server/main.js';
 const KEPT_LINES = 300;
 
@@ -18,16 +19,6 @@ function buildServer(): void {
   const res = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   if (res.status !== 0) throw new Error(`npm run build failed (${res.status ?? res.signal})`);
   built = true;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** One server process of a cluster. */
@@ -116,7 +107,7 @@ export async function startCluster(opts: {
       }),
     );
     const baseUrl = `http://127.0.0.1:${port}`;
-    await until(
+    await waitFor(
       `${name} to answer /readyz`,
       async () => {
         if (child.exitCode !== null || child.signalCode !== null) {
@@ -131,7 +122,7 @@ export async function startCluster(opts: {
           return undefined;
         }
       },
-      opts.startTimeoutMs ?? 90_000,
+      { timeoutMs: opts.startTimeoutMs ?? 90_000, intervalMs: 100 },
     ).catch((err: unknown) => {
       child.kill('SIGKILL');
       throw err;

@@ -29,6 +29,9 @@ export function testConfig(overrides: Record<string, string | undefined> = {}): 
     RATE_LIMIT_BURST: '10000',
     // The suite logs in from 127.0.0.1 thousands of times; the per-address limit has its own test.
     AUTH_RATE_LIMIT: '1000000',
+    // The suite's real databases share this machine's servers (max_connections 100): their connection limits are
+    // not held to it, except by the tests of a server's capacity, which unset this.
+    DATABASE_SERVER_MAX_CONNECTIONS: '1000000',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...overrides,
   });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { freePort } from './ports.js';
+import { waitFor } from './wait.js';
 import pino from 'pino';
 import type { Logger } from '../../server/kit/deps.js';
 
@@ -115,26 +116,27 @@ export class PrivateRedis {
       { stdio: 'ignore' },
     );
     this.child = child;
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
-      const client = new Redis(this.url, {
-        lazyConnect: true,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-      });
-      client.on('error', () => undefined);
-      try {
-        await client.connect();
-        if ((await client.ping()) === 'PONG') return;
-      } catch {
-        // not listening yet
-      } finally {
-        client.disconnect();
-      }
-      if (Date.now() > deadline) throw new Error('redis-server did not start');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(
+      'redis-server to start',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
+        const client = new Redis(this.url, {
+          lazyConnect: true,
+          maxRetriesPerRequest: 0,
+          retryStrategy: () => null,
+        });
+        client.on('error', () => undefined);
+        try {
+          await client.connect();
+          return (await client.ping()) === 'PONG';
+        } catch {
+          return false; // not listening yet
+        } finally {
+          client.disconnect();
+        }
+      },
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
   }
 
   /** Stops the server: `save` writes its data for the next start; `nosave` loses it. */

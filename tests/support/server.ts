@@ -12,6 +12,7 @@ import type { Logger } from '../../server/kit/deps.js';
 import type { ModuleOverrides } from '../../server/kit/runtime.js';
 import { contractObserver } from './contract.js';
 import { testConfig } from './env.js';
+import { migratedPgliteTemplate } from './pglite-template.js';
 
 export interface TestServer {
   deps: AppDeps;
@@ -48,8 +49,10 @@ export async function startTestServer(
   } = {},
 ): Promise<TestServer> {
   const config = opts.config ?? testConfig(opts.env);
+  const pgliteDataDir = opts.pgliteDataDir ?? (config.databaseUrl ? undefined : 'memory://');
   const deps = await startServices(config, {
-    pgliteDataDir: opts.pgliteDataDir ?? (config.databaseUrl ? undefined : 'memory://'),
+    pgliteDataDir,
+    pgliteInitialData: pgliteDataDir?.startsWith('memory://') ? await migratedPgliteTemplate() : undefined,
     clock: opts.clock,
     mail: opts.mail,
     startJobs: opts.startJobs,

@@ -1,5 +1,6 @@
+// Test tier: server
 import { expect } from 'chai';
-import { apiCallsSince, apiUsageSince } from '../../server/access/api-usage.js';
+import { apiCallsSince, apiUsageSince } from '../../server/limits/api-usage.js';
 import { http } from '../support/http.js';
 import { sharedServer, type TestServer } from '../support/server.js';
 import { createOrg, createUser } from '../support/factories.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { http, type HttpResult } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { createOrg } from '../support/factories.js';
 import { http } from '../support/http.js';

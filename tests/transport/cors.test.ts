@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from '../../server/cors.js';
 import { createOrg } from '../support/factories.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { expect } from 'chai';
 import { http } from '../support/http.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from '../../server/lib/errors.js';
 import { createOrg, uniqueEmail, type TestUser } from '../support/factories.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, MAX_PATH_PARAM_LENGTH, REQUEST_TIMEOUT_MS } from '../../server/app.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { purgeIdempotencyRecords } from '../../server/access/idempotency-record.entity.js';
 import { createOrg, type TestUser } from '../support/factories.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,6 +9,7 @@ import { usingPostgres } from '../support/env.js';
 import { http } from '../support/http.js';
 import { freePort } from '../support/ports.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../support/scratch-database.js';
+import { waitForServerStart } from '../support/wait.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -67,18 +69,7 @@ describe('Idempotency-Key across a crash between the change and the response', f
     let stderr = '';
     proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const baseUrl = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      if (proc.exitCode !== null) throw new Error(`server exited: ${stderr}`);
-      try {
-        const res = await fetch(`${baseUrl}/readyz`);
-        if (res.status === 200) break;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) throw new Error(`server did not start: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await waitForServerStart(baseUrl, proc, () => stderr);
     return { baseUrl, proc };
   }
 

@@ -1,7 +1,8 @@
+// Test tier: server
 import { expect } from 'chai';
 import type { Redis } from 'ioredis';
-import { ApiUsage } from '../../server/access/api-usage.js';
-import { SharedLimits } from '../../server/access/shared-limits.js';
+import { ApiUsage } from '../../server/limits/api-usage.js';
+import { SharedLimits } from '../../server/limits/shared-limits.js';
 import { http } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createOrg, signedIn } from '../support/factories.js';
@@ -17,21 +18,12 @@ import {
   uniqueRedisPrefix,
 } from '../support/redis.js';
 import { freePort } from '../support/ports.js';
+import { waitFor } from '../support/wait.js';
 import { expectError } from './envelope.js';
 
 /** The login session of an access token (its `sid` claim): the key of its burst window. */
 function sessionOf(token: string): string {
   return (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { sid: string }).sid;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const UNREACHABLE = /^Redis is unreachable/;
@@ -268,15 +260,19 @@ describe('rate limits and quotas shared through Redis (REDIS_URL)', function () 
 
       // Down (its data saved): requests are served with this process's own limits.
       await own!.stop('save');
-      await until('/readyz to say degraded', async () =>
-        (await readyz()).status === 'degraded' ? true : undefined,
+      await waitFor(
+        '/readyz to say degraded',
+        async () => ((await readyz()).status === 'degraded' ? true : undefined),
+        { timeoutMs: 20_000 },
       );
       for (let i = 0; i < 3; i++) expect((await me(s, owner.token)).status).to.equal(200);
 
       // Back: reconnected within the reconnection delay (2 s at most), and the 3 calls are added to the count.
       await own!.start();
-      await until('/readyz to say ready', async () =>
-        (await readyz()).redis === 'connected' ? true : undefined,
+      await waitFor(
+        '/readyz to say ready',
+        async () => ((await readyz()).redis === 'connected' ? true : undefined),
+        { timeoutMs: 20_000 },
       );
       expect((await me(s, owner.token)).status).to.equal(200);
       expect(await ownClient.get(key)).to.equal('6');
@@ -286,14 +282,18 @@ describe('rate limits and quotas shared through Redis (REDIS_URL)', function () 
       // Down again, and back empty (no persistence): the counter is seeded again from the database and this
       // process's unflushed calls, so nothing is lost.
       await own!.stop('nosave');
-      await until('/readyz to say degraded', async () =>
-        (await readyz()).status === 'degraded' ? true : undefined,
+      await waitFor(
+        '/readyz to say degraded',
+        async () => ((await readyz()).status === 'degraded' ? true : undefined),
+        { timeoutMs: 20_000 },
       );
       expect((await me(s, owner.token)).status).to.equal(200);
       await own!.start();
       await ownClient.flushdb();
-      await until('/readyz to say ready', async () =>
-        (await readyz()).redis === 'connected' ? true : undefined,
+      await waitFor(
+        '/readyz to say ready',
+        async () => ((await readyz()).redis === 'connected' ? true : undefined),
+        { timeoutMs: 20_000 },
       );
       expect((await me(s, owner.token)).status).to.equal(200);
       expect(await ownClient.get(key)).to.equal('8');
@@ -311,8 +311,10 @@ describe('rate limits and quotas shared through Redis (REDIS_URL)', function () 
       // Each request waits for the command timeout (1 s), then is served with this process's limits.
       for (let i = 0; i < 2; i++) expect((await me(s, owner.token)).status).to.equal(200);
       // Redis ran the delayed commands when the pause ended: they counted the calls, which are not added again.
-      await until('the pause to end', async () =>
-        (await readyz()).redis === 'connected' ? true : undefined,
+      await waitFor(
+        'the pause to end',
+        async () => ((await readyz()).redis === 'connected' ? true : undefined),
+        { timeoutMs: 20_000 },
       );
       expect((await me(s, owner.token)).status).to.equal(200);
       expect(await ownClient.get(key)).to.equal('4');

@@ -1,5 +1,6 @@
+// Test tier: server
 import { expect } from 'chai';
-import { apiUsageSince } from '../../server/access/api-usage.js';
+import { apiUsageSince } from '../../server/limits/api-usage.js';
 import { http, type HttpResult } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createOrg, signedIn } from '../support/factories.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import type { AnyTRPCProcedure } from '@trpc/server';
 import { expect } from 'chai';
 import { appRouter } from '../../server/router.js';

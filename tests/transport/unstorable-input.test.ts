@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { User } from '../../server/access/user.entity.js';
 import { MAX_INPUT_DEPTH } from '../../server/lib/input-limits.js';

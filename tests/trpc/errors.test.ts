@@ -1,3 +1,4 @@
+// Test tier: unit
 import { expect } from 'chai';
 import { toAppError } from '../../server/trpc/init.js';
 

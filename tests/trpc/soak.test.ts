@@ -1,3 +1,4 @@
+// Test tier: server
 import { Agent, request } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';

@@ -1,6 +1,6 @@
 import { PlatformApiError } from '@cloud-platform/client';
 
-/** The exit status of every command (client-sdk/README.md, "Exit codes"). */
+/** The exit status of every command (client-sdk/README.md, "Command-line client"). */
 export const EXIT = {
   OK: 0,
   /** The request failed for another reason, or what `--wait`/`--follow` waited for ended badly (a failed build). */

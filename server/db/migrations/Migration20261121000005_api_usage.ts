@@ -4,7 +4,7 @@ export class Migration20261121000005_api_usage extends Migration {
   override name = 'Migration20261121000005_api_usage';
 
   override up(): void {
-    // API calls per organization, user and UTC day, written in batches by server/access/api-usage.ts.
+    // API calls per organization, user and UTC day, written in batches by server/limits/api-usage.ts.
     // No foreign keys on purpose: a batch of counters must never fail because a user or organization went away.
     this.addSql(`
       create table "api_calls_daily" (

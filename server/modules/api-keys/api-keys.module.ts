@@ -14,11 +14,17 @@ export interface ApiKeysRuntime {
   readonly repository: ApiKeysRepository;
 }
 
+declare module '../../kit/deps.js' {
+  interface ModuleRuntimes {
+    apiKeys: ApiKeysRuntime;
+  }
+}
+
 /**
  * API keys (docs/api-keys.md, "API keys"). The keys are managed here; a key is authenticated on the access core's hot path
- * (access/actor.ts) and its `last_used_at` is written with the usage counters (access/api-usage.ts).
+ * (access/actor.ts) and its `last_used_at` is written with the usage counters (limits/api-usage.ts).
  */
-// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+// Typed by its name and runtime (not inferred): server/modules.ts checks them against `ModuleRuntimes` above.
 export const apiKeysModule: ModuleManifest<'apiKeys', ApiKeysRuntime> = defineModule({
   name: 'apiKeys',
   router: apiKeysRouter,

@@ -1,3 +1,4 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import { LockMode } from '@mikro-orm/core';
 import type { Actor } from '../../access/actor.js';
 import { Organization } from '../../access/organization.entity.js';
@@ -11,12 +12,12 @@ import type { PageRequest } from '../../lib/pagination.js';
 import { ApiKey, ApiKeySchema } from './api-key.entity.js';
 
 /**
- * Every read and write of the api-keys module (docs/adding-a-module.md, "Data access"): the service goes through an
- * {@link ApiKeysRepository}, never through the ORM or SQL itself. The process gets the MikroORM one
- * ({@link MikroOrmApiKeysRepository}) from the module's `create` (`deps.modules.apiKeys.repository`).
+ * Every read and write of the api-keys module (docs/adding-a-module.md, "Checklist", step 3): the service goes through
+ * an {@link ApiKeysRepository}, never through the ORM or SQL itself. The process gets the MikroORM one
+ * ({@link MikroOrmApiKeysRepository}) from the module's `create` (`repositoryOf(deps, 'apiKeys')`).
  *
  * A key is authenticated on every request by the access core's prepared query (server/access/actor.ts), and its
- * `last_used_at` written with the usage counters (server/access/api-usage.ts): that hot path is not here.
+ * `last_used_at` written with the usage counters (server/limits/api-usage.ts): that hot path is not here.
  */
 
 /** The module's tables, from its entities (the manifest's lists name them from here). */
@@ -57,7 +58,7 @@ export interface ApiKeysRepository {
 
 /** The module's data access, as the module's `create` built it for this process. */
 export function apiKeysRepositoryOf(deps: AppDeps): ApiKeysRepository {
-  return deps.modules.apiKeys.repository;
+  return repositoryOf(deps, 'apiKeys');
 }
 
 /** What deleting an organization removes of the module's tables (the manifest's `organizationRows`). */

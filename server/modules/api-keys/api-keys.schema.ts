@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PERMISSIONS } from '../../access/permissions.js';
-import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
-import { zPathId } from '../../lib/schema.js';
+import { pageQueryShape, pageResponse } from '../../lib/pagination.js';
+import { okResponse, zPathId } from '../../lib/schema.js';
 import { API_KEY_PERMISSIONS, DEFAULT_EXPIRES_IN_DAYS, MAX_EXPIRES_IN_DAYS } from './api-keys.constants.js';
 
 const ZId = zPathId('key', 'API key');
@@ -57,24 +57,18 @@ export const ZApiKey = z
   .meta({ id: 'ApiKey' });
 export type TApiKey = z.infer<typeof ZApiKey>;
 
-export const ZCreateApiKeyOutput = z.object({
-  success: z.literal(true),
+export const ZCreateApiKeyOutput = okResponse({
   api_key: ZApiKey,
   secret: z
     .string()
     .describe('The key itself, `sk_…`: shown in this response only. Send it as `Authorization: Bearer sk_…`'),
 });
 
-export const ZApiKeyOutput = z.object({ success: z.literal(true), api_key: ZApiKey });
+export const ZApiKeyOutput = okResponse({ api_key: ZApiKey });
 
-export const ZListApiKeysOutput = z.object({
-  success: z.literal(true),
-  api_keys: z.array(ZApiKey),
-  ...pageResponseShape,
-});
+export const ZListApiKeysOutput = pageResponse('api_keys', ZApiKey);
 
-export const ZRevokeApiKeyOutput = z.object({
-  success: z.literal(true),
+export const ZRevokeApiKeyOutput = okResponse({
   message: z.string(),
   id: z.string(),
 });

@@ -10,11 +10,17 @@ export interface AuditRuntime {
   readonly repository: AuditRepository;
 }
 
+declare module '../../kit/deps.js' {
+  interface ModuleRuntimes {
+    audit: AuditRuntime;
+  }
+}
+
 /**
  * Reading the audit log. The entries are written by every mutation through server/events/audit.ts (the table and
  * its entity belong to the core, which writes it).
  */
-// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+// Typed by its name and runtime (not inferred): server/modules.ts checks them against `ModuleRuntimes` above.
 export const auditModule: ModuleManifest<'audit', AuditRuntime> = defineModule({
   name: 'audit',
   router: auditRouter,

@@ -6,9 +6,9 @@ import { AuditLog, AuditLogSchema } from '../../events/audit-log.entity.js';
 import { purgeAuditLog } from '../../events/audit.js';
 
 /**
- * Every read of the audit log by the audit module (docs/adding-a-module.md, "Data access"): its service and job go
- * through an {@link AuditRepository}, never through the ORM or SQL themselves. The process gets the MikroORM one
- * ({@link MikroOrmAuditRepository}) from the module's `create` (`deps.modules.audit.repository`). The table and its
+ * Every read of the audit log by the audit module (docs/adding-a-module.md, "Checklist", step 3): its service and job
+ * go through an {@link AuditRepository}, never through the ORM or SQL themselves. The process gets the MikroORM one
+ * ({@link MikroOrmAuditRepository}) from the module's `create` (`repositoryOf(deps, 'audit')`). The table and its
  * entity belong to the core, which writes the entries (server/events/audit.ts).
  */
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AUDIT_ACTOR_TYPES } from '../../events/audit-log.entity.js';
-import { cursorQueryShape, cursorResponseShape } from '../../lib/pagination.js';
+import { cursorQueryShape, cursorResponse } from '../../lib/pagination.js';
 
 const ZTimestampFilter = (what: string) =>
   z.iso
@@ -47,9 +47,5 @@ export const ZAuditLogEntry = z
   .meta({ id: 'AuditLogEntry' });
 export type TAuditLogEntry = z.infer<typeof ZAuditLogEntry>;
 
-export const ZListAuditLogsOutput = z.object({
-  success: z.literal(true),
-  audit_logs: z.array(ZAuditLogEntry),
-  ...cursorResponseShape,
-});
+export const ZListAuditLogsOutput = cursorResponse('audit_logs', ZAuditLogEntry);
 export type TListAuditLogsOutput = z.infer<typeof ZListAuditLogsOutput>;

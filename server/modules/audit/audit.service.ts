@@ -1,3 +1,4 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { validation } from '../../lib/errors.js';
 import { toAuditLogDto } from './audit.dto.js';
@@ -11,7 +12,7 @@ export async function listAuditLogs(
   const since = input.since ? new Date(input.since) : undefined;
   const until = input.until ? new Date(input.until) : undefined;
   if (since && until && until < since) throw validation('until', 'until must not be before since');
-  const page = await ctx.deps.modules.audit.repository.listEntries(
+  const page = await repositoryOf(ctx.deps, 'audit').listEntries(
     ctx.em,
     {
       organizationId: ctx.actor.organizationId,

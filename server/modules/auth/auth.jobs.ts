@@ -1,4 +1,5 @@
-import { defineJob } from '../../kit/jobs.js';
+import { z } from 'zod';
+import { defineJob, noPayload } from '../../kit/jobs.js';
 import { purgeExpiredSessions } from './auth.service.js';
 import { sendPasswordReset } from './password-reset-mail.js';
 import { purgeLoginChallenges } from './two-factor.service.js';
@@ -11,10 +12,12 @@ export const purgeExpiredSessionsJob = defineJob(
     const c = await purgeLoginChallenges(deps, deps.clock.now());
     if (n > 0 || c > 0) deps.log.info({ purged: n, challenges: c }, 'purged expired login sessions');
   },
-  { cron: '17 * * * *' },
+  { cron: '17 * * * *', payload: noPayload },
 );
 
 /** Looks the account of a reset request up and mails it the link (docs/accounts-and-sessions.md, "Accounts and sessions"). */
-export const sendPasswordResetJob = defineJob<{ email: string }>('auth.send-password-reset', (deps, data) =>
-  sendPasswordReset(deps, data.email),
+export const sendPasswordResetJob = defineJob(
+  'auth.send-password-reset',
+  (deps, data) => sendPasswordReset(deps, data.email),
+  { payload: z.object({ email: z.string().min(1) }) },
 );

@@ -19,8 +19,14 @@ export interface AuthRuntime {
   readonly repository: AuthRepository;
 }
 
+declare module '../../kit/deps.js' {
+  interface ModuleRuntimes {
+    auth: AuthRuntime;
+  }
+}
+
 /** Sign-in, tokens and sign-up, on the identity entities of the core (server/access). */
-// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+// Typed by its name and runtime (not inferred): server/modules.ts checks them against `ModuleRuntimes` above.
 export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
   name: 'auth',
   router: authRouter,
@@ -28,8 +34,8 @@ export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
   entities: [TwoFactorCredential, RecoveryCode, LoginChallenge, PasswordResetToken],
   // TOTP secrets, confirmed and pending (docs/security.md, "Encryption at rest").
   atRest: [
-    { table: AUTH_TABLES.twoFactorCredentials, column: 'secret', key: 'twoFactor' },
-    { table: AUTH_TABLES.twoFactorCredentials, column: 'pending_secret', key: 'twoFactor' },
+    { table: AUTH_TABLES.twoFactorCredentials, column: 'secret', key: 'secrets' },
+    { table: AUTH_TABLES.twoFactorCredentials, column: 'pending_secret', key: 'secrets' },
   ],
   migrations: [
     { name: 'Migration20261124000010_two_factor', class: Migration20261124000010_two_factor },

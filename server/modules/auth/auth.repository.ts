@@ -1,3 +1,4 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import { MikroOrmRepository } from '../../kit/repository.js';
 import { LockMode } from '@mikro-orm/core';
 import { Organization } from '../../access/organization.entity.js';
@@ -25,10 +26,10 @@ import {
 } from './two-factor.entity.js';
 
 /**
- * Every read and write of the auth module (docs/adding-a-module.md, "Data access"): sign-in, sessions and refresh
+ * Every read and write of the auth module (docs/adding-a-module.md, "Checklist", step 3): sign-in, sessions and refresh
  * tokens, password resets and two-factor sign-in go through an {@link AuthRepository}, never through the ORM or SQL
  * themselves. The process gets the MikroORM one ({@link MikroOrmAuthRepository}) from the module's `create`
- * (`deps.modules.auth.repository`).
+ * (`repositoryOf(deps, 'auth')`).
  *
  * A unit of work is an `Em` to the caller: opaque, handed back to the repository (and to the kit's functions that
  * write in the same transaction, such as the job queue's `send` or the audit log). Rows are the entities; a change to
@@ -172,7 +173,7 @@ export interface AuthRepository {
 
 /** The module's data access, as the module's `create` built it for this process. */
 export function authRepositoryOf(deps: AppDeps): AuthRepository {
-  return deps.modules.auth.repository;
+  return repositoryOf(deps, 'auth');
 }
 
 /** The rows of an organization's users, in tables keyed by user. */

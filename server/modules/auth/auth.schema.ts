@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ZUserSummary } from '../../access/user.dto.js';
-import { ZEmail, ZNewPassword, ZPassword, zPathId } from '../../lib/schema.js';
+import { okResponse, ZEmail, ZNewPassword, ZPassword, zPathId } from '../../lib/schema.js';
 
 export const ZLoginInput = z.strictObject({
   email: z.string().trim().min(1).max(320).describe('Email address (case-insensitive)'),
@@ -22,19 +22,18 @@ export const ZRefreshInput = z.strictObject({
 export type TRefreshInput = z.infer<typeof ZRefreshInput>;
 
 const tokenFields = {
-  success: z.literal(true),
   token: z.string().describe('JWT access token, valid for `expires_in` seconds'),
   refresh_token: z.string().describe('`rt_…`, single use, valid 30 days'),
   token_type: z.literal('Bearer'),
   expires_in: z.number().int().describe('Seconds until the access token expires (3600)'),
 };
 
-export const ZLoginOutput = z.object({ ...tokenFields, user: ZUserSummary });
+export const ZLoginOutput = okResponse({ ...tokenFields, user: ZUserSummary });
 export type TLoginOutput = z.infer<typeof ZLoginOutput>;
-export const ZRefreshOutput = z.object(tokenFields);
+export const ZRefreshOutput = okResponse(tokenFields);
 export type TRefreshOutput = z.infer<typeof ZRefreshOutput>;
-export const ZLogoutOutput = z.object({ success: z.literal(true), message: z.string() });
-export const ZMeOutput = z.object({ success: z.literal(true), user: ZUserSummary });
+export const ZLogoutOutput = okResponse({ message: z.string() });
+export const ZMeOutput = okResponse({ user: ZUserSummary });
 
 // ---------- two-factor sign-in (docs/two-factor.md, "Two-factor sign-in") ----------
 
@@ -52,24 +51,18 @@ const ZRecoveryCode = z
   .describe('One of the recovery codes given when two-factor was enabled (each works once)');
 
 /** With two-factor on, login answers this instead of tokens: complete it with `POST /auth/2fa/verify`. */
-export const ZTwoFactorChallengeOutput = z
-  .object({
-    success: z.literal(true),
-    two_factor_required: z.literal(true),
-    challenge_token: z
-      .string()
-      .describe('Give it to `POST /auth/2fa/verify` with a code, within `expires_in`'),
-    expires_in: z.number().int().describe('Seconds the challenge stays valid (300)'),
-  })
-  .meta({ id: 'TwoFactorChallenge' });
+export const ZTwoFactorChallengeOutput = okResponse({
+  two_factor_required: z.literal(true),
+  challenge_token: z.string().describe('Give it to `POST /auth/2fa/verify` with a code, within `expires_in`'),
+  expires_in: z.number().int().describe('Seconds the challenge stays valid (300)'),
+}).meta({ id: 'TwoFactorChallenge' });
 export type TTwoFactorChallengeOutput = z.infer<typeof ZTwoFactorChallengeOutput>;
 
 /** The login body: the tokens, or (two-factor on) a challenge. */
 export const ZLoginOrChallengeOutput = z.union([ZLoginOutput, ZTwoFactorChallengeOutput]);
 export type TLoginOrChallengeOutput = z.infer<typeof ZLoginOrChallengeOutput>;
 
-export const ZTwoFactorSetupOutput = z.object({
-  success: z.literal(true),
+export const ZTwoFactorSetupOutput = okResponse({
   secret: z.string().describe('The TOTP secret, base32 (160 bits), for entering by hand'),
   otpauth_url: z.string().describe('`otpauth://totp/…` URL: what authenticator apps read from a QR code'),
   qr_code_svg: z.string().describe('The `otpauth_url` as a QR code, an SVG document'),
@@ -83,8 +76,7 @@ export const ZTwoFactorEnableInput = z.strictObject({
   code: ZTotpCode,
 });
 export type TTwoFactorEnableInput = z.infer<typeof ZTwoFactorEnableInput>;
-export const ZTwoFactorEnableOutput = z.object({
-  success: z.literal(true),
+export const ZTwoFactorEnableOutput = okResponse({
   recovery_codes: z
     .array(z.string())
     .describe('10 single-use codes for when the authenticator is lost; shown this once, stored hashed'),
@@ -96,7 +88,7 @@ export const ZTwoFactorDisableInput = z.strictObject({
   recovery_code: ZRecoveryCode.optional(),
 });
 export type TTwoFactorDisableInput = z.infer<typeof ZTwoFactorDisableInput>;
-export const ZTwoFactorDisableOutput = z.object({ success: z.literal(true), message: z.string() });
+export const ZTwoFactorDisableOutput = okResponse({ message: z.string() });
 
 export const ZTwoFactorVerifyInput = z.strictObject({
   challenge_token: z.string().min(1).max(512).describe('From the login response'),
@@ -112,8 +104,7 @@ export const ZChangePasswordInput = z.strictObject({
   new_password: ZNewPassword,
 });
 export type TChangePasswordInput = z.infer<typeof ZChangePasswordInput>;
-export const ZChangePasswordOutput = z.object({
-  success: z.literal(true),
+export const ZChangePasswordOutput = okResponse({
   message: z.string(),
   sessions_revoked: z.number().int().describe('How many other login sessions were signed out'),
 });
@@ -122,8 +113,7 @@ export const ZRequestPasswordResetInput = z.strictObject({
   email: z.string().trim().min(1).max(320).describe('Email address of the account (case-insensitive)'),
 });
 export type TRequestPasswordResetInput = z.infer<typeof ZRequestPasswordResetInput>;
-export const ZRequestPasswordResetOutput = z.object({
-  success: z.literal(true),
+export const ZRequestPasswordResetOutput = okResponse({
   message: z
     .string()
     .describe('The same whether or not an account has this address: the answer tells nothing about it'),
@@ -134,10 +124,7 @@ export const ZConfirmPasswordResetInput = z.strictObject({
   new_password: ZNewPassword,
 });
 export type TConfirmPasswordResetInput = z.infer<typeof ZConfirmPasswordResetInput>;
-export const ZConfirmPasswordResetOutput = z.object({
-  success: z.literal(true),
-  message: z.string(),
-});
+export const ZConfirmPasswordResetOutput = okResponse({ message: z.string() });
 
 export const ZLoginSession = z
   .object({
@@ -153,16 +140,14 @@ export const ZLoginSession = z
   })
   .meta({ id: 'LoginSession' });
 export type TLoginSession = z.infer<typeof ZLoginSession>;
-export const ZListSessionsOutput = z.object({
-  success: z.literal(true),
+export const ZListSessionsOutput = okResponse({
   sessions: z.array(ZLoginSession).describe('Live sessions (not revoked, not expired), newest first'),
   total: z.number().int(),
 });
 
 export const ZRevokeSessionInput = z.object({ id: zPathId('ses', 'Login session') });
 export type TRevokeSessionInput = z.infer<typeof ZRevokeSessionInput>;
-export const ZRevokeSessionOutput = z.object({
-  success: z.literal(true),
+export const ZRevokeSessionOutput = okResponse({
   message: z.string(),
   id: z.string(),
 });
@@ -174,8 +159,7 @@ export const ZRevokeAllSessionsInput = z.strictObject({
     .describe('true: keep the session of this request signed in; false (default): sign it out too'),
 });
 export type TRevokeAllSessionsInput = z.infer<typeof ZRevokeAllSessionsInput>;
-export const ZRevokeAllSessionsOutput = z.object({
-  success: z.literal(true),
+export const ZRevokeAllSessionsOutput = okResponse({
   message: z.string(),
   revoked: z.number().int().describe('How many sessions were signed out'),
 });

@@ -8,7 +8,7 @@ import { DEFAULT_PLAN } from '../../lib/plans.js';
 import { toUserDetailDto, toUserSummaryDto } from '../../access/user.dto.js';
 import { userCreated } from '../../access/user.events.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
-import { assertNotThrottled, recordFailure, throttleKey } from '../../kit/login-throttle.js';
+import { assertNotThrottled, recordFailure, throttleKey } from '../../access/login-throttle.js';
 import { runOrganizationCreatedHooks } from '../../kit/organization-hooks.js';
 import {
   auditActor,
@@ -37,7 +37,7 @@ const INVALID_REFRESH = () =>
 export async function login(ctx: RequestContext, input: TLoginInput): Promise<TLoginOrChallengeOutput> {
   const email = input.email.toLowerCase();
   const key = throttleKey(email, ctx.ip);
-  await assertNotThrottled(ctx, key);
+  await assertNotThrottled(ctx.em, key, ctx.deps.clock.now());
 
   // The address's sign-in account: its invitations pending in other organizations are not accounts.
   const user = await authRepositoryOf(ctx.deps).findSignInAccount(ctx.em, email, { withPasswordHash: true });
@@ -48,7 +48,7 @@ export async function login(ctx: RequestContext, input: TLoginInput): Promise<TL
   // A deleted organization's users are unknown from its deletion on (docs/organization.md, "The organization").
   const gone = !!user?.organization.deletedAt;
   if (!user || !user.passwordHash || !ok || user.status !== 'active' || gone) {
-    await recordFailure(ctx, key);
+    await recordFailure(ctx.em, key, ctx.deps.clock.now());
     // In the audit log of the user's organization; an unknown email is recorded nowhere.
     if (user && !gone) await recordLoginFailure(ctx, user);
     throw INVALID_LOGIN();

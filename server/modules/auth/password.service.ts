@@ -12,7 +12,7 @@ import type {
   TRequestPasswordResetInput,
 } from './auth.schema.js';
 import { sendPasswordResetJob } from './auth.jobs.js';
-import { confirmPassword } from '../../kit/login-throttle.js';
+import { confirmPassword } from '../../access/login-throttle.js';
 import { authRepositoryOf } from './auth.repository.js';
 import { auditActor } from './login-completion.js';
 
@@ -71,7 +71,6 @@ export async function requestPasswordReset(ctx: RequestContext, input: TRequestP
   await repository.transaction(ctx.em, async (tx) => {
     await ctx.deps.jobs.send(sendPasswordResetJob, { email }, { em: tx });
   });
-  ctx.deps.jobs.notify(sendPasswordResetJob.name);
   return { success: true as const, message: RESET_REQUESTED };
 }
 

@@ -10,7 +10,12 @@ import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
 import { decryptSecret, encryptSecret, randomToken, sha256Hex } from '../../lib/crypto.js';
 import { conflict, invalidCredentials, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { assertNotThrottled, confirmPassword, recordFailure, throttleKey } from '../../kit/login-throttle.js';
+import {
+  assertNotThrottled,
+  confirmPassword,
+  recordFailure,
+  throttleKey,
+} from '../../access/login-throttle.js';
 import { authRepositoryOf, type AuthRepository } from './auth.repository.js';
 import { auditActor, completeLogin, recordLoginFailure } from './login-completion.js';
 import type {
@@ -111,14 +116,7 @@ function consumeFactor(
   now: Date,
 ): Promise<boolean> {
   return factor.kind === 'code'
-    ? consumeCode(
-        repository,
-        em,
-        cred,
-        decryptSecret(ctx.deps.keys.twoFactor, sealedSecret),
-        factor.value,
-        now,
-      )
+    ? consumeCode(repository, em, cred, decryptSecret(ctx.deps.keys.secrets, sealedSecret), factor.value, now)
     : consumeRecoveryCode(repository, em, userId, factor.value, now);
 }
 
@@ -149,7 +147,7 @@ export async function setup(ctx: ActorContext): Promise<TTwoFactorSetupOutput> {
   const repository = authRepositoryOf(ctx.deps);
   await repository.transaction(ctx.em, async (em) => {
     const cred = await repository.credentialOf(em, actor.userId, true);
-    const pendingSecret = encryptSecret(ctx.deps.keys.twoFactor, secret);
+    const pendingSecret = encryptSecret(ctx.deps.keys.secrets, secret);
     if (cred) {
       cred.pendingSecret = pendingSecret;
       cred.updatedAt = now;
@@ -189,7 +187,7 @@ export async function enable(
       );
     const cred = await repository.credentialOf(em, actor.userId, true);
     if (!cred?.pendingSecret) throw conflict('Start with POST /auth/2fa/setup');
-    const secret = decryptSecret(ctx.deps.keys.twoFactor, cred.pendingSecret);
+    const secret = decryptSecret(ctx.deps.keys.secrets, cred.pendingSecret);
     const step = acceptedStep(secret, input.code, now);
     if (step === null) throw validation('code', 'The code does not match: check the authenticator app');
     cred.secret = cred.pendingSecret;
@@ -241,7 +239,7 @@ export async function disable(
     return true;
   });
   if (!accepted) {
-    await recordFailure(ctx, key);
+    await recordFailure(ctx.em, key, ctx.deps.clock.now());
     throw invalidCode();
   }
   return { success: true, message: 'Two-factor sign-in is disabled' };
@@ -281,7 +279,7 @@ export async function verify(ctx: RequestContext, input: TTwoFactorVerifyInput):
   if (!challenge || challenge.closedAt || challenge.expiresAt <= now) throw invalidChallenge();
   const user = challenge.user;
   const key = throttleKey(user.email, ctx.ip);
-  await assertNotThrottled(ctx, key);
+  await assertNotThrottled(ctx.em, key, ctx.deps.clock.now());
 
   const outcome = await repository.transaction(ctx.em, async (em) => {
     // The challenge row is the lock: concurrent verifications of one challenge run one after the other.
@@ -306,7 +304,7 @@ export async function verify(ctx: RequestContext, input: TTwoFactorVerifyInput):
   });
   if (outcome === 'void') throw invalidChallenge();
   if (outcome === 'wrong') {
-    await recordFailure(ctx, key);
+    await recordFailure(ctx.em, key, ctx.deps.clock.now());
     await recordLoginFailure(ctx, user);
     throw invalidCode();
   }

@@ -17,8 +17,6 @@ export type BillingReason = (typeof BILLING_REASONS)[number];
 export const PRORATION_BEHAVIORS = ['always_invoice', 'create_prorations', 'none'] as const;
 export type ProrationBehavior = (typeof PRORATION_BEHAVIORS)[number];
 
-export const CURRENCY = 'usd';
-
 /** Hosted invoice pages and PDFs are opened through a signed link valid this long. */
 export const INVOICE_LINK_TTL_MS = 30 * 86_400_000;
 /** The signing purpose of invoice links (server/access/tokens.ts signLink). */

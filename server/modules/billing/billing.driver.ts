@@ -25,7 +25,7 @@ export type ChargeResult = { status: 'succeeded'; chargeId: string } | { status:
 /**
  * The card processor (conventions: no real one is reachable, so a simulated driver stands in, as Stripe's test
  * mode does). `attach` turns a token from the processor's card form into a card on file; `charge` charges it. The
- * process's processor is `deps.modules.billing.driver`, chosen by the module's `create` (billing.module.ts).
+ * process's processor is `runtimeOf(deps, 'billing').driver`, chosen by the module's `create` (billing.module.ts).
  */
 export interface BillingDriver {
   /** The card behind `token`, or null when the processor does not know the token. */

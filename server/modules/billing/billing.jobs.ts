@@ -1,5 +1,6 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import type { AppDeps } from '../../kit/deps.js';
-import { defineJob } from '../../kit/jobs.js';
+import { defineJob, noPayload } from '../../kit/jobs.js';
 import type { RunningWorker } from '../../kit/module.js';
 import { runDueBilling } from './renewals.js';
 
@@ -14,10 +15,10 @@ export const billingRunDueJob = defineJob(
     const done = await runDueBilling(deps);
     if (done.renewals + done.retries > 0) deps.log.debug(done, 'billing: renewals and retries done');
   },
-  { cron: '* * * * *', retryLimit: 5, retryDelaySeconds: 1, expireInSeconds: 600 },
+  { cron: '* * * * *', retryLimit: 5, retryDelaySeconds: 1, expireInSeconds: 600, payload: noPayload },
 );
 
-/** The name of the scheduler's worker; services reach the scheduler as `deps.modules.billing.scheduler`. */
+/** The name of the scheduler's worker; services reach the scheduler as `runtimeOf(deps, 'billing').scheduler`. */
 export const BILLING_SCHEDULER = 'billing.scheduler';
 
 /**
@@ -55,7 +56,7 @@ export class BillingScheduler implements RunningWorker {
     if (this.stopped) return;
     let wait = this.recheckMs;
     try {
-      const repository = this.deps.modules.billing.repository;
+      const repository = repositoryOf(this.deps, 'billing');
       const due = await repository.nextDueAt(repository.fork());
       const now = this.deps.clock.now();
       if (due && due <= now) {

@@ -1,3 +1,4 @@
+import { runtimeOf } from '../../kit/runtime.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { defineModule, type ModuleManifest, type RunningWorker } from '../../kit/module.js';
 import type { BillingDriver } from './billing.driver.js';
@@ -24,8 +25,14 @@ export interface BillingRuntime {
   readonly scheduler: BillingScheduler;
 }
 
+declare module '../../kit/deps.js' {
+  interface ModuleRuntimes {
+    billing: BillingRuntime;
+  }
+}
+
 /** Plans, the subscription, payment methods, invoices, renewals and dunning, usage (docs/billing.md, "Billing"). */
-// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+// Typed by its name and runtime (not inferred): server/modules.ts checks them against `ModuleRuntimes` above.
 export const billingModule: ModuleManifest<'billing', BillingRuntime> = defineModule({
   name: 'billing',
   router: billingRouter,
@@ -42,7 +49,7 @@ export const billingModule: ModuleManifest<'billing', BillingRuntime> = defineMo
     {
       name: BILLING_SCHEDULER,
       async start(deps: AppDeps): Promise<RunningWorker> {
-        const scheduler = deps.modules.billing.scheduler;
+        const scheduler = runtimeOf(deps, 'billing').scheduler;
         scheduler.start();
         return scheduler;
       },

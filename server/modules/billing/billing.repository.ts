@@ -12,10 +12,10 @@ import { PaymentMethod, PaymentMethodSchema } from './payment-method.entity.js';
 import { Subscription, SubscriptionSchema } from './subscription.entity.js';
 
 /**
- * Every read and write of the billing module's tables (docs/adding-a-module.md, "Data access"): the services, the
+ * Every read and write of the billing module's tables (docs/adding-a-module.md, "Checklist", step 3): the services, the
  * renewals, the scheduler, the invoice documents and the manifest go through a {@link BillingRepository}, never
  * through the ORM or SQL themselves. The process gets the MikroORM one ({@link MikroOrmBillingRepository}) from the
- * module's `create` (`deps.modules.billing.repository`).
+ * module's `create` (`repositoryOf(deps, 'billing')`).
  *
  * A unit of work is an `Em` to the caller: opaque, handed back to the repository (and to the kit's functions that
  * read in the same unit, such as the usage reporters). Rows are the entities; a change to a row read in a

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { cursorQueryShape, cursorResponseShape } from '../../lib/pagination.js';
+import { cursorQueryShape, cursorResponse } from '../../lib/pagination.js';
 import { PLAN_IDS } from '../../lib/plans.js';
-import { zPathId } from '../../lib/schema.js';
+import { okResponse, zPathId } from '../../lib/schema.js';
 import {
   BILLING_REASONS,
   INVOICE_STATUSES,
@@ -113,7 +113,7 @@ export const ZPlan = z
   })
   .meta({ id: 'Plan' });
 
-export const ZListPlansOutput = z.object({ success: z.literal(true), plans: z.array(ZPlan) });
+export const ZListPlansOutput = okResponse({ plans: z.array(ZPlan) });
 export type TListPlansOutput = z.infer<typeof ZListPlansOutput>;
 
 export const ZSubscription = z
@@ -204,8 +204,7 @@ export const ZInvoice = z
   .meta({ id: 'Invoice' });
 export type TInvoice = z.infer<typeof ZInvoice>;
 
-export const ZSubscriptionOutput = z.object({
-  success: z.literal(true),
+export const ZSubscriptionOutput = okResponse({
   subscription: ZSubscription,
   usage: ZSubscriptionUsage,
 });
@@ -216,14 +215,10 @@ export const ZUpdateSubscriptionOutput = ZSubscriptionOutput.extend({
 });
 export type TUpdateSubscriptionOutput = z.infer<typeof ZUpdateSubscriptionOutput>;
 
-export const ZInvoiceOutput = z.object({ success: z.literal(true), invoice: ZInvoice });
+export const ZInvoiceOutput = okResponse({ invoice: ZInvoice });
 export type TInvoiceOutput = z.infer<typeof ZInvoiceOutput>;
 
-export const ZListInvoicesOutput = z.object({
-  success: z.literal(true),
-  invoices: z.array(ZInvoice),
-  ...cursorResponseShape,
-});
+export const ZListInvoicesOutput = cursorResponse('invoices', ZInvoice);
 export type TListInvoicesOutput = z.infer<typeof ZListInvoicesOutput>;
 
 export const ZPaymentMethod = z
@@ -242,26 +237,23 @@ export const ZPaymentMethod = z
   .meta({ id: 'PaymentMethod' });
 export type TPaymentMethod = z.infer<typeof ZPaymentMethod>;
 
-export const ZPaymentMethodOutput = z.object({ success: z.literal(true), payment_method: ZPaymentMethod });
+export const ZPaymentMethodOutput = okResponse({ payment_method: ZPaymentMethod });
 export type TPaymentMethodOutput = z.infer<typeof ZPaymentMethodOutput>;
 
-export const ZListPaymentMethodsOutput = z.object({
-  success: z.literal(true),
+export const ZListPaymentMethodsOutput = okResponse({
   payment_methods: z.array(ZPaymentMethod),
   default_payment_method: z.string().nullable().describe('`pm_…` of the default payment method, or null'),
 });
 export type TListPaymentMethodsOutput = z.infer<typeof ZListPaymentMethodsOutput>;
 
-export const ZDeletePaymentMethodOutput = z.object({
-  success: z.literal(true),
+export const ZDeletePaymentMethodOutput = okResponse({
   message: z.string(),
   id: z.string(),
 });
 export type TDeletePaymentMethodOutput = z.infer<typeof ZDeletePaymentMethodOutput>;
 
 const measure = (d: string) => z.number().describe(d);
-export const ZUsageReportOutput = z.object({
-  success: z.literal(true),
+export const ZUsageReportOutput = okResponse({
   current_period: z.object({ start: ZTimestamp, end: ZTimestamp }),
   usage: z.object({
     vpn: z.object({

@@ -1,3 +1,4 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import type { Organization } from '../../access/organization.entity.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { ModuleHttpRoute } from '../../kit/module.js';
@@ -35,7 +36,7 @@ async function invoiceForLink(
 ): Promise<{ invoice: Invoice; organization: Organization }> {
   const now = deps.clock.now();
   if (!isId('inv', id) || !token || !checkInvoiceLinkToken(deps, id, token, now)) throw notFound('Invoice');
-  const repository = deps.modules.billing.repository;
+  const repository = repositoryOf(deps, 'billing');
   const found = await repository.invoiceForLink(repository.fork(), id);
   if (!found) throw notFound('Invoice');
   // Nothing of a deleted organization is readable (docs/organization.md, "The organization").

@@ -1,5 +1,6 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import type { ActorContext } from '../../kit/deps.js';
-import { conflict, notFound } from '../../lib/errors.js';
+import { notFound } from '../../lib/errors.js';
 import { isId } from '../../lib/ids.js';
 import { toInvoiceDto } from './billing.dto.js';
 import type {
@@ -9,14 +10,15 @@ import type {
   TListInvoicesOutput,
   TPayInvoiceInput,
 } from './billing.schema.js';
-import { repositoryOf, retryInvoice } from './invoicing.js';
+import { retryInvoice } from './invoicing.js';
+import { assertCanTransition } from './invoice-state.js';
 import { chargeDeclined } from './subscription.service.js';
 
 export async function listInvoices(
   ctx: ActorContext,
   input: TListInvoicesInput,
 ): Promise<TListInvoicesOutput> {
-  const page = await repositoryOf(ctx.deps).listInvoices(ctx.em, ctx.actor, input.status, input);
+  const page = await repositoryOf(ctx.deps, 'billing').listInvoices(ctx.em, ctx.actor, input.status, input);
   const now = ctx.deps.clock.now();
   return {
     success: true,
@@ -27,7 +29,7 @@ export async function listInvoices(
 }
 
 export async function getInvoice(ctx: ActorContext, input: TInvoiceIdInput): Promise<TInvoiceOutput> {
-  const invoice = await repositoryOf(ctx.deps).invoiceInScopeOrThrow(ctx.em, ctx.actor, input.id);
+  const invoice = await repositoryOf(ctx.deps, 'billing').invoiceInScopeOrThrow(ctx.em, ctx.actor, input.id);
   return { success: true, invoice: toInvoiceDto(ctx.deps, invoice, ctx.deps.clock.now()) };
 }
 
@@ -40,14 +42,13 @@ export async function payInvoice(ctx: ActorContext, input: TPayInvoiceInput): Pr
   const orgId = ctx.actor.organizationId;
   if (input.payment_method !== undefined && !isId('pm', input.payment_method))
     throw notFound('Payment method');
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'billing');
   const result = await repository.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
     // Every writer of the organization's invoices holds its subscription's lock: read the invoice under it.
     const locked = await repository.lockSubscription(tx, orgId);
     const found = await repository.invoiceInScopeOrThrow(tx, ctx.actor, input.id);
-    if (found.status !== 'open')
-      throw conflict(`The invoice is ${found.status}; only open invoices can be paid`);
+    assertCanTransition(found, 'paid');
     const defaultPm = await repository.defaultPaymentMethod(tx, orgId);
     let pm = defaultPm;
     if (input.payment_method !== undefined && input.payment_method !== defaultPm?.id) {

@@ -1,3 +1,4 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import type { Em } from '../../db/orm.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { newId } from '../../lib/ids.js';
@@ -11,18 +12,15 @@ import {
   billingInvoicePaid,
   billingSubscriptionUpdated,
 } from './billing.events.js';
-import type { BillingRepository, Locked } from './billing.repository.js';
+import type { Locked } from './billing.repository.js';
 import type { Invoice, InvoiceLine } from './invoice.entity.js';
+import { transition as transitionInvoice } from './invoice-state.js';
 import { rateMilli, taxCents, unitsToCents } from './money.js';
 import type { PaymentMethod } from './payment-method.entity.js';
 import type { Subscription } from './subscription.entity.js';
+import { transition as transitionSubscription } from './subscription-state.js';
 
 export type { Locked };
-
-/** The module's data access (billing.repository.ts), as the module's `create` built it for this process. */
-export function repositoryOf(deps: AppDeps): BillingRepository {
-  return deps.modules.billing.repository;
-}
 
 export function planPriceCents(plan: PlanId): number {
   return unitsToCents(PLANS[plan].price);
@@ -123,7 +121,7 @@ export async function issueInvoice(
 ): Promise<Issued> {
   const { sub, org } = locked;
   const now = spec.now;
-  const repository = repositoryOf(deps);
+  const repository = repositoryOf(deps, 'billing');
   const { view, creditUsed } = draftInvoice(deps, sub, spec);
   sub.creditBalance -= creditUsed;
   sub.invoiceSeq += 1;
@@ -152,7 +150,7 @@ export async function issueInvoice(
     return { invoice, paid: true };
   }
   if (spec.onDecline === 'void') {
-    invoice.status = 'void';
+    transitionInvoice(invoice, 'void');
     sub.creditBalance += creditUsed;
     repository.recordEvent(tx, billingInvoiceCreated, toInvoiceDto(deps, invoice, now), org.id, now);
     repository.recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), org.id, now);
@@ -172,7 +170,7 @@ async function chargeInvoice(
   now: Date,
 ): Promise<{ paid: boolean; reason?: string }> {
   if (invoice.total <= 0) {
-    invoice.status = 'paid';
+    transitionInvoice(invoice, 'paid');
     invoice.paidAt = now;
     invoice.updatedAt = now;
     return { paid: true };
@@ -181,7 +179,7 @@ async function chargeInvoice(
   invoice.updatedAt = now;
   if (!pm) return { paid: false, reason: 'No payment method on file' };
   invoice.paymentMethod = { type: 'card', brand: pm.brand, last4: pm.last4 };
-  const result = await deps.modules.billing.driver.charge({
+  const result = await runtimeOf(deps, 'billing').driver.charge({
     processorRef: pm.processorRef,
     amountCents: invoice.total,
     currency: 'usd',
@@ -189,7 +187,7 @@ async function chargeInvoice(
     description: `Invoice ${invoice.number}`,
   });
   if (result.status === 'declined') return { paid: false, reason: result.reason };
-  invoice.status = 'paid';
+  transitionInvoice(invoice, 'paid');
   invoice.paidAt = now;
   invoice.chargeId = result.chargeId;
   invoice.nextPaymentAttempt = null;
@@ -204,7 +202,7 @@ export async function recordSubscriptionUpdated(
   at: Date,
   defaultPm?: string | null,
 ): Promise<void> {
-  const repository = repositoryOf(deps);
+  const repository = repositoryOf(deps, 'billing');
   const pmId =
     defaultPm !== undefined
       ? defaultPm
@@ -221,7 +219,7 @@ export async function recordSubscriptionUpdated(
 /** Sets the subscription's state and its mirror on the organization (read by the plan-limit check). */
 export function setStatus(locked: Locked, status: SubscriptionStatus, now: Date): boolean {
   if (locked.sub.status === status) return false;
-  locked.sub.status = status;
+  transitionSubscription(locked.sub, status);
   locked.org.planStatus = status;
   if (status === 'canceled') {
     locked.sub.canceledAt = now;
@@ -246,13 +244,13 @@ async function afterFailedAttempt(
   scheduled: boolean,
 ): Promise<void> {
   const schedule = deps.config.billing.retryScheduleMs;
-  const repository = repositoryOf(deps);
+  const repository = repositoryOf(deps, 'billing');
   let statusChanged = false;
   if (scheduled) {
     // The first attempt is not a retry; each scheduled attempt after it is.
     if (invoice.attemptCount > 1 || invoice.scheduledRetries > 0) invoice.scheduledRetries += 1;
     if (invoice.scheduledRetries >= schedule.length) {
-      invoice.status = 'uncollectible';
+      transitionInvoice(invoice, 'uncollectible');
       invoice.nextPaymentAttempt = null;
       repository.recordEvent(tx, billingInvoiceFailed, toInvoiceDto(deps, invoice, now), locked.org.id, now);
       if (setStatus(locked, 'canceled', now)) statusChanged = true;
@@ -286,7 +284,7 @@ export async function retryInvoice(
   if (scheduled && (!invoice.nextPaymentAttempt || invoice.nextPaymentAttempt > now)) return null;
   const result = await chargeInvoice(deps, invoice, pm, `${invoice.id}:${invoice.attemptCount + 1}`, now);
   if (result.paid) {
-    const repository = repositoryOf(deps);
+    const repository = repositoryOf(deps, 'billing');
     repository.recordEvent(tx, billingInvoicePaid, toInvoiceDto(deps, invoice, now), locked.org.id, now);
     if (locked.sub.status === 'past_due') {
       const stillOpen = await repository.countOtherOpenInvoices(tx, locked.sub.id, invoice.id);

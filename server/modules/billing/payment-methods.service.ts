@@ -1,3 +1,4 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { conflict, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
@@ -9,10 +10,10 @@ import type {
   TPaymentMethodIdInput,
   TPaymentMethodOutput,
 } from './billing.schema.js';
-import { recordSubscriptionUpdated, repositoryOf, retryInvoice } from './invoicing.js';
+import { recordSubscriptionUpdated, retryInvoice } from './invoicing.js';
 
 export async function listPaymentMethods(ctx: ActorContext): Promise<TListPaymentMethodsOutput> {
-  const rows = await repositoryOf(ctx.deps).listPaymentMethods(ctx.em, ctx.actor);
+  const rows = await repositoryOf(ctx.deps, 'billing').listPaymentMethods(ctx.em, ctx.actor);
   return {
     success: true,
     payment_methods: rows.map(toPaymentMethodDto),
@@ -28,7 +29,7 @@ export async function addPaymentMethod(
   ctx: ActorContext,
   input: TAddPaymentMethodInput,
 ): Promise<TPaymentMethodOutput> {
-  const card = await ctx.deps.modules.billing.driver.attach(input.payment_method);
+  const card = await runtimeOf(ctx.deps, 'billing').driver.attach(input.payment_method);
   if (!card) {
     throw validation(
       'payment_method',
@@ -37,7 +38,7 @@ export async function addPaymentMethod(
     );
   }
   const orgId = ctx.actor.organizationId;
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'billing');
   const pm = await repository.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
     const locked = await repository.lockSubscription(tx, orgId);
@@ -78,7 +79,7 @@ export async function deletePaymentMethod(
   input: TPaymentMethodIdInput,
 ): Promise<TDeletePaymentMethodOutput> {
   const orgId = ctx.actor.organizationId;
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'billing');
   await repository.transaction(ctx.em, async (tx) => {
     const pm = await repository.paymentMethodInScopeOrThrow(tx, ctx.actor, input.id);
     const { sub } = await repository.lockSubscription(tx, orgId);

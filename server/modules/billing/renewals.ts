@@ -1,3 +1,4 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import type { Em } from '../../db/orm.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { PLANS, type PlanId } from '../../lib/plans.js';
@@ -9,7 +10,6 @@ import {
   line,
   planPriceCents,
   recordSubscriptionUpdated,
-  repositoryOf,
   retryInvoice,
   setStatus,
   type Locked,
@@ -103,7 +103,7 @@ export async function renewOne(
  * work and never take the same subscription. Returns how many were claimed.
  */
 async function renewBatch(deps: AppDeps): Promise<number> {
-  const repository = repositoryOf(deps);
+  const repository = repositoryOf(deps, 'billing');
   return repository.transaction(repository.fork(), async (tx) => {
     const now = deps.clock.now();
     const rows = await repository.claimDueRenewals(tx, now, RENEWAL_BATCH);
@@ -129,7 +129,7 @@ async function renewBatch(deps: AppDeps): Promise<number> {
 
 /** One batch of due charge retries (open invoices whose next attempt has come), claimed as renewals are. */
 async function retryBatch(deps: AppDeps): Promise<number> {
-  const repository = repositoryOf(deps);
+  const repository = repositoryOf(deps, 'billing');
   return repository.transaction(repository.fork(), async (tx) => {
     const now = deps.clock.now();
     const rows = await repository.claimDueRetries(tx, now, RENEWAL_BATCH);
@@ -185,7 +185,7 @@ export async function cancelForDeletion(
   now: Date,
   deps: AppDeps,
 ): Promise<void> {
-  const repository = repositoryOf(deps);
+  const repository = repositoryOf(deps, 'billing');
   const locked = await repository.lockSubscription(tx, organization.id);
   const { sub } = locked;
   const pm = await repository.defaultPaymentMethod(tx, organization.id);

@@ -1,3 +1,4 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import { randomInt } from 'node:crypto';
 import type { Organization } from '../../access/organization.entity.js';
 import type { Em } from '../../db/orm.js';
@@ -23,7 +24,6 @@ import {
   line,
   planPriceCents,
   recordSubscriptionUpdated,
-  repositoryOf,
   setStatus,
   type Locked,
 } from './invoicing.js';
@@ -52,7 +52,7 @@ export async function createSubscription(
   deps: AppDeps,
 ): Promise<void> {
   const start = wholeSecond(now);
-  repositoryOf(deps).createSubscription(tx, {
+  repositoryOf(deps, 'billing').createSubscription(tx, {
     id: newId('sub'),
     now,
     organizationId: organization.id,
@@ -65,7 +65,7 @@ export async function createSubscription(
 
 /** Tells this process's billing scheduler that a due time may have moved earlier. */
 export function nudgeScheduler(deps: AppDeps): void {
-  deps.modules.billing.scheduler.nudge();
+  runtimeOf(deps, 'billing').scheduler.nudge();
 }
 
 const FEATURE_RESOURCE: Record<CountedPlanFeature, string> = {
@@ -114,7 +114,7 @@ export async function subscriptionUsage(
 
 async function subscriptionOutput(ctx: ActorContext, em: Em, locked: Locked): Promise<TSubscriptionOutput> {
   const now = ctx.deps.clock.now();
-  const pm = await repositoryOf(ctx.deps).defaultPaymentMethod(em, locked.org.id);
+  const pm = await repositoryOf(ctx.deps, 'billing').defaultPaymentMethod(em, locked.org.id);
   return {
     success: true,
     subscription: toSubscriptionDto(locked.sub, locked.org, pm?.id ?? null),
@@ -123,7 +123,7 @@ async function subscriptionOutput(ctx: ActorContext, em: Em, locked: Locked): Pr
 }
 
 export async function getSubscription(ctx: ActorContext): Promise<TSubscriptionOutput> {
-  const sub = await repositoryOf(ctx.deps).subscriptionOf(ctx.em, ctx.actor.organizationId);
+  const sub = await repositoryOf(ctx.deps, 'billing').subscriptionOf(ctx.em, ctx.actor.organizationId);
   return subscriptionOutput(ctx, ctx.em, { sub, org: sub.organization });
 }
 
@@ -200,7 +200,7 @@ function changeLines(
 export async function previewChange(ctx: ActorContext, input: TPreviewInput): Promise<TInvoiceOutput> {
   const now = ctx.deps.clock.now();
   const behavior = input.proration_behavior ?? 'always_invoice';
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'billing');
   const sub = await repository.subscriptionOf(ctx.em, ctx.actor.organizationId);
   const locked = { sub, org: sub.organization };
   // What the change would answer: a plan it would refuse is refused here too.
@@ -235,7 +235,7 @@ export async function updateSubscription(
   const behavior = input.proration_behavior ?? 'always_invoice';
   if (input.payment_method !== undefined && !isId('pm', input.payment_method))
     throw notFound('Payment method');
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'billing');
   const result = await repository.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
     const locked = await repository.lockSubscription(tx, orgId);

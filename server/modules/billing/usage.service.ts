@@ -1,9 +1,10 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
 import { USAGE_METRICS, type UsageMetric, type UsagePeriod } from '../../kit/usage.js';
 import { iso } from '../../lib/time.js';
 import type { TUsageReportOutput } from './billing.schema.js';
-import { planPriceCents, repositoryOf } from './invoicing.js';
+import { planPriceCents } from './invoicing.js';
 import { toUnits } from './money.js';
 import { addOnLines } from './renewals.js';
 
@@ -38,7 +39,7 @@ export async function apiRequestsInPeriod(
 
 export async function usageReport(ctx: ActorContext): Promise<TUsageReportOutput> {
   const now = ctx.deps.clock.now();
-  const sub = await repositoryOf(ctx.deps).subscriptionOf(ctx.em, ctx.actor.organizationId);
+  const sub = await repositoryOf(ctx.deps, 'billing').subscriptionOf(ctx.em, ctx.actor.organizationId);
   const org = sub.organization;
   const period = { start: sub.currentPeriodStart, end: sub.currentPeriodEnd };
   const u = await collectUsage(ctx.em, ctx.deps, org.id, period, now);

@@ -1,3 +1,5 @@
+import type { PlanId } from '../../lib/plans.js';
+import { REGIONS, type Region } from '../../lib/regions.js';
 /** The fixed values of managed databases (docs/databases.md, "Databases"). */
 
 export const DATABASE_ENGINES = ['postgresql', 'mysql', 'mongodb'] as const;
@@ -26,18 +28,9 @@ export function isVersionOf(engine: DatabaseEngine, version: string): boolean {
   return (ENGINE_VERSIONS[engine] as readonly string[]).includes(version);
 }
 
-/** Region codes of the platform. */
-export const DATABASE_REGIONS = [
-  'us-east',
-  'us-west',
-  'ca-central',
-  'sa-east',
-  'eu-west',
-  'eu-central',
-  'ap-southeast',
-  'ap-northeast',
-] as const;
-export type DatabaseRegion = (typeof DATABASE_REGIONS)[number];
+/** Where a database runs: the platform's region codes. */
+export const DATABASE_REGIONS = REGIONS;
+export type DatabaseRegion = Region;
 
 export const DATABASE_SIZES = ['small', 'medium', 'large', 'xl'] as const;
 export type DatabaseSize = (typeof DATABASE_SIZES)[number];
@@ -139,3 +132,15 @@ export const DAY_MS = 86_400_000;
 /** A database's name: 1 to 63 characters (conventions §12), the longest label of a host name. */
 export const DATABASE_NAME_MAX_LENGTH = 63;
 export const DATABASE_NAME_PATTERN = /^[a-z][a-z0-9-]{0,62}$/;
+
+/**
+ * What an organization's backups may hold, per plan (docs/databases.md, "Backup limits"): manual backups kept (not
+ * failed) and bytes of every stored backup together. Beyond either, a manual backup is refused (402
+ * `PLAN_LIMIT_EXCEEDED`, backups.service.ts); automatic backups are bounded by their retention, final ones by their
+ * 7 days.
+ */
+export const BACKUP_PLAN_LIMITS: Record<PlanId, { manualBackups: number; storageGb: number }> = {
+  starter: { manualBackups: 10, storageGb: 100 },
+  pro: { manualBackups: 50, storageGb: 1_000 },
+  enterprise: { manualBackups: 200, storageGb: 10_000 },
+};

@@ -14,7 +14,7 @@ export class PermanentDriverError extends Error {
  * (drivers/hosted-databases.driver.ts) creates real databases on those servers. The service records every change in
  * its own tables (the desired state) and durable jobs (databases.jobs.ts) ask the driver to carry it out, so a
  * change survives a restart; the driver decides no policy (sizes, limits, permissions are the service's). The
- * process's driver is `deps.modules.databases.driver`, chosen from the configuration by the module's `create`
+ * process's driver is `runtimeOf(deps, 'databases').driver`, chosen from the configuration by the module's `create`
  * (databases.module.ts).
  */
 export interface DatabaseInstance {
@@ -63,6 +63,11 @@ export interface DatabaseDriver {
    */
   placements(spec: { id: string; name: string; engine: DatabaseEngine; region: DatabaseRegion }): Placement[];
   /**
+   * The connections `server` gives its tenants' databases (its `max_connections` less a reserve): the connection
+   * limits of the databases placed on it never add up to more. Absent or null: no bound (simulated).
+   */
+  connectionCapacity?(server: string): Promise<number | null>;
+  /**
    * The form of `password` the engine's server stores (a SCRAM verifier, a native password hash): what the job that
    * creates the login carries, so that the password itself is never stored. null when simulated.
    */
@@ -92,6 +97,11 @@ export interface DatabaseDriver {
   runBackup(instance: DatabaseInstance, backupId: string, at: Date): Promise<number>;
   /** Drops a backup's data. */
   deleteBackup(backupId: string): Promise<void>;
+  /**
+   * Closes the instance to its owner for good (the end of a deletion's grace): no new login, its sessions ended.
+   * None for simulated hosts.
+   */
+  disableLogin?(instance: DatabaseInstance): Promise<void>;
   /** Stops and removes the instance (its final backup stays). */
   destroy(instance: DatabaseInstance): Promise<void>;
   /** The instance's load at `at`. */

@@ -8,10 +8,11 @@ import type { DatabaseDriver } from './databases.driver.js';
 import { DATABASE_EVENTS } from './databases.events.js';
 import { DirectoryBackupStore } from './drivers/backup-store.js';
 import { HostedDatabaseDriver } from './drivers/hosted-databases.driver.js';
+import { reapOrphanedTools } from './drivers/engine-server.js';
 import { DATABASE_JOBS } from './databases.jobs.js';
 import {
   DATABASES_TABLES,
-  mikroDatabasesRepository,
+  MikroOrmDatabasesRepository,
   type DatabasesRepository,
 } from './databases.repository.js';
 import { databasesRouter } from './databases.router.js';
@@ -24,8 +25,14 @@ import { SimulatedDatabaseDriver } from './simulated-databases.driver.js';
 export interface DatabasesRuntime {
   /** The database hosts (databases.driver.ts). */
   readonly driver: DatabaseDriver;
-  /** Every query of the module (databases.repository.ts). */
+  /** Every read and write of the module's tables (databases.repository.ts). */
   readonly repository: DatabasesRepository;
+}
+
+declare module '../../kit/deps.js' {
+  interface ModuleRuntimes {
+    databases: DatabasesRuntime;
+  }
 }
 
 /**
@@ -33,17 +40,22 @@ export interface DatabasesRuntime {
  * Real servers), dumps in `BACKUP_DIR`; otherwise the simulated hosts (docs/databases.md, "Databases", Simulation), each change
  * done after PROVISIONING_DELAY_MS.
  */
-function createDatabasesRuntime(deps: AppDeps, config: Config): DatabasesRuntime {
-  const { hosts, backupDir } = config.databases;
-  return {
-    driver: hosts
-      ? new HostedDatabaseDriver(hosts, new DirectoryBackupStore(backupDir), deps.log)
-      : new SimulatedDatabaseDriver(config.provisioningDelayMs),
-    repository: mikroDatabasesRepository(deps),
-  };
+async function createDatabasesRuntime(deps: AppDeps, config: Config): Promise<DatabasesRuntime> {
+  const { hosts, backupDir, tools } = config.databases;
+  let driver: DatabaseDriver;
+  if (hosts) {
+    const store = new DirectoryBackupStore(backupDir);
+    // What a process that died left behind (docs/databases.md, "Limits of the tools"): its tools, and the dumps
+    // they were writing.
+    const reaped = reapOrphanedTools();
+    const swept = await store.sweepPartials(tools.timeoutMs + 60_000);
+    if (reaped + swept > 0) deps.log.warn({ reaped, swept }, 'database tools of a previous run cleaned up');
+    driver = new HostedDatabaseDriver(hosts, store, deps.log, config.databases.capacity);
+  } else driver = new SimulatedDatabaseDriver(config.provisioningDelayMs);
+  return { driver, repository: new MikroOrmDatabasesRepository(deps.db) };
 }
 
-// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+// Typed by its name and runtime (not inferred): server/modules.ts checks them against `ModuleRuntimes` above.
 export const databasesModule: ModuleManifest<'databases', DatabasesRuntime> = defineModule({
   name: 'databases',
   router: databasesRouter,

@@ -1,4 +1,5 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { MikroOrmRepository } from '../../kit/repository.js';
 import { lockOwner } from '../../access/owned-resources.js';
 import { User } from '../../access/user.entity.js';
 import type { ListCountSpec } from '../../db/list-counts.js';
@@ -6,10 +7,8 @@ import type { Database, Em } from '../../db/orm.js';
 import { findPage } from '../../db/pagination.js';
 import { epochMs, findRawPage, fromEpochMs as ms, type RawPageSpec } from '../../db/raw-page.js';
 import type { EventDefinition } from '../../events/define-event.js';
-import { recordEvent } from '../../events/record-event.js';
-import type { JobRef } from '../../jobs/queue.js';
 import type { AppDeps } from '../../kit/deps.js';
-import { assertWithinPlan } from '../../kit/plan-limit.js';
+import { lockOrganizationPlan, lockPlanCounter, type OrganizationPlan } from '../../kit/plan-limit.js';
 import type { UsagePeriod } from '../../kit/usage.js';
 import type { PageRequest } from '../../lib/pagination.js';
 import {
@@ -18,6 +17,7 @@ import {
   DATABASE_ENGINES,
   DATABASE_REGIONS,
   DATABASE_STATUSES,
+  SIZE_SPECS,
   type DatabaseEngine,
   type DatabaseRegion,
   type DatabaseSize,
@@ -29,9 +29,10 @@ import { DatabaseUsagePeriod } from './database-usage-period.entity.js';
 import { ManagedDatabase } from './database.entity.js';
 
 /**
- * Every query of the databases module (docs/adding-a-module.md): services and jobs reach their rows only through a
- * `DatabasesStore` (`deps.modules.databases.repository.on(em)`), so that they can be run against the in-memory one
- * of the unit tests (tests/modules/databases/in-memory-databases.repository.ts) as well as against the database.
+ * Every read and write of the databases module's tables (docs/adding-a-module.md, "Checklist", step 3): services and
+ * jobs reach their rows only through a {@link DatabasesRepository} (`repositoryOf(deps, 'databases')`), handing it
+ * their unit of work (`em`, or the `tx` of a transaction) on each call, so that they run against the in-memory one of
+ * the unit tests (tests/modules/databases/in-memory-databases.repository.ts) as well as against the database.
  */
 
 /** The module's tables (the manifest's lists name them from here). */
@@ -81,88 +82,97 @@ export interface UsagePeriodRow {
   ended_ms: number | string | null;
 }
 
-/** Reads outside a transaction. */
-export interface DatabasesReads {
+export interface DatabasesRepository {
+  // ---------- units of work ----------
+  /** A fresh unit of work (jobs). */
+  fork(): Em;
+  /** Runs `work` in a transaction of `em` (committed when it returns, rolled back when it throws). */
+  transaction<R>(em: Em, work: (tx: Em) => Promise<R>): Promise<R>;
+
+  // ---------- reads ----------
   /** One page of the databases matching `filter` (scoped already: access/scope.ts), newest first, with the total. */
   databasePage(
+    em: Em,
     filter: Record<string, unknown>,
     page: PageRequest,
   ): Promise<{ items: DatabaseView[]; total: number; hasMore: boolean }>;
   /** The database `id` within `scope`, not removed. */
-  findDatabase(scope: DatabaseScope, id: string): Promise<ManagedDatabase | null>;
+  findDatabase(em: Em, scope: DatabaseScope, id: string): Promise<ManagedDatabase | null>;
   /** The database `id` not removed (jobs). */
-  findLiveDatabase(id: string): Promise<ManagedDatabase | null>;
+  findLiveDatabase(em: Em, id: string): Promise<ManagedDatabase | null>;
   /** A page of a database's backups, newest first; `filter`: `type`, `status`. */
   backupPage(
+    em: Em,
     databaseId: string,
     filter: { type?: string | undefined; status?: string | undefined },
     page: PageRequest,
   ): Promise<{ items: DatabaseBackup[]; total: number; hasMore: boolean }>;
-  findPendingBackup(id: string): Promise<DatabaseBackup | null>;
+  findPendingBackup(em: Em, id: string): Promise<DatabaseBackup | null>;
   /** The newest final backup of a database. */
-  latestFinalBackup(databaseId: string): Promise<DatabaseBackup | null>;
+  latestFinalBackup(em: Em, databaseId: string): Promise<DatabaseBackup | null>;
   /** Ids of the `deleting` databases whose removal is due at `now`. */
-  deletionsDue(now: Date, limit: number): Promise<{ id: string }[]>;
+  deletionsDue(em: Em, now: Date, limit: number): Promise<{ id: string }[]>;
   /** `creating` or `resizing` databases unchanged since before `before`. */
-  stuckTransitions(before: Date, limit: number): Promise<{ id: string; generation: number }[]>;
+  stuckTransitions(em: Em, before: Date, limit: number): Promise<{ id: string; generation: number }[]>;
   /** `pending` backups created before `before`. */
-  overdueBackups(before: Date, limit: number): Promise<{ id: string }[]>;
+  overdueBackups(em: Em, before: Date, limit: number): Promise<{ id: string }[]>;
   /** The `running` databases on real servers (the storage check). */
-  runningOnServers(limit: number): Promise<ManagedDatabase[]>;
-}
+  runningOnServers(em: Em, limit: number): Promise<ManagedDatabase[]>;
 
-/** One transaction: the reads that lock, the writes, and what commits with them (events, jobs). */
-export interface DatabasesTx {
+  // ---------- in a transaction: the reads that lock, the writes, and the events that commit with them ----------
   /** The user's row, shared-locked (a deleted user cannot create); 401 when gone. */
-  lockOwner(userId: string): Promise<void>;
-  /** 402 when the organization's plan has no room for one more database (locks the organization). */
-  assertWithinPlan(organizationId: string): Promise<void>;
-  /** The database `id` (within `scope` when given), not removed, locked for update. */
+  lockOwner(tx: Em, userId: string): Promise<void>;
+  /** The organization's plan, share-locked to the commit (kit/plan-limit.ts): a plan change waits for the creates. */
+  lockPlan(tx: Em, organizationId: string): Promise<OrganizationPlan>;
+  /**
+   * The organization's databases as the plan counts them (`databases`), after queuing on its creates of databases
+   * (an advisory lock held to the commit): each create counts what the ones before it committed.
+   */
+  lockedDatabaseCount(tx: Em, deps: AppDeps, organizationId: string): Promise<number>;
+  /**
+   * What the organization's backups hold against its plan's backup limits: manual backups kept (not failed) and
+   * bytes of its completed backups, after queuing on its manual backups (an advisory lock held to the commit), so
+   * that they are checked one after the other.
+   */
+  lockedBackupUsage(tx: Em, organizationId: string): Promise<{ manual: number; bytes: number }>;
+  /** The database `id` (within `scope` when given), not removed (unless `removed`), locked for update. */
   lockDatabase(
+    tx: Em,
     id: string,
     scope?: DatabaseScope,
     opts?: { removed?: boolean },
   ): Promise<ManagedDatabase | null>;
   /** A backup of the organization. */
-  findBackup(id: string, organizationId: string): Promise<DatabaseBackup | null>;
-  /** A backup locked for update, read again from the store. */
-  lockBackup(id: string): Promise<DatabaseBackup | null>;
+  findBackup(tx: Em, id: string, organizationId: string): Promise<DatabaseBackup | null>;
+  /** A backup locked for update, read again from the database. */
+  lockBackup(tx: Em, id: string): Promise<DatabaseBackup | null>;
   /** Every backup of a database, oldest first, locked for update. */
-  lockBackupsOf(databaseId: string): Promise<DatabaseBackup[]>;
+  lockBackupsOf(tx: Em, databaseId: string): Promise<DatabaseBackup[]>;
   /** Backups expired at `now`, locked for update. */
-  lockExpiredBackups(now: Date, limit: number): Promise<DatabaseBackup[]>;
+  lockExpiredBackups(tx: Em, now: Date, limit: number): Promise<DatabaseBackup[]>;
   /** A database by id, removed or not. */
-  getDatabase(id: string): Promise<ManagedDatabase>;
+  getDatabase(tx: Em, id: string): Promise<ManagedDatabase>;
   /** Whether `name` is taken in the organization by a database not removed. */
-  nameTaken(organizationId: string, name: string): Promise<boolean>;
-  /** How many databases (not removed) each of `servers` holds. */
-  databasesPerServer(servers: string[]): Promise<Map<string, number>>;
-  createDatabase(fields: NewDatabase): ManagedDatabase;
-  createBackup(fields: NewBackup): DatabaseBackup;
-  removeBackup(b: DatabaseBackup): void;
+  nameTaken(tx: Em, organizationId: string, name: string): Promise<boolean>;
+  /**
+   * Per server of `servers`: the databases it holds and the sum of their connection limits (not removed, not
+   * failed; a resizing one at its new size). The servers stay locked until the commit, so that placements and
+   * resizes on one server are decided one at a time.
+   */
+  serverLoad(tx: Em, servers: string[]): Promise<Map<string, { databases: number; connections: number }>>;
+  createDatabase(tx: Em, fields: NewDatabase): ManagedDatabase;
+  createBackup(tx: Em, fields: NewBackup): DatabaseBackup;
+  removeBackup(tx: Em, b: DatabaseBackup): void;
   /** Starts a billable period of the database at its current size. */
-  openUsagePeriod(d: ManagedDatabase, now: Date): void;
+  openUsagePeriod(tx: Em, d: ManagedDatabase, now: Date): void;
   /** Ends the database's open billable period, if any. */
-  closeUsagePeriod(databaseId: string, now: Date): Promise<void>;
+  closeUsagePeriod(tx: Em, databaseId: string, now: Date): Promise<void>;
   /** Automatic backups expire `days` after their creation, those taken already included. */
-  setAutomaticBackupExpiry(databaseId: string, days: number, now: Date): Promise<void>;
+  setAutomaticBackupExpiry(tx: Em, databaseId: string, days: number, now: Date): Promise<void>;
   /** The final backups of a database no longer expire (a canceled deletion). */
-  keepFinalBackups(databaseId: string, now: Date): Promise<void>;
-  /** Records an event in the transaction (the outbox). */
-  recordEvent<T>(event: EventDefinition<T>, object: NoInfer<T>, organizationId: string, now: Date): void;
-  /** Queues a job in the transaction; what wakes its worker when due (call it after the commit). */
-  queue<T extends object>(job: JobRef<T>, data: T, delayMs: number): Promise<() => void>;
-}
-
-export interface DatabasesStore extends DatabasesReads {
-  transaction<T>(fn: (tx: DatabasesTx) => Promise<T>): Promise<T>;
-}
-
-export interface DatabasesRepository {
-  /** The store seen through `em` (a request's, so that its audit context holds; or a job's fork). */
-  on(em: Em): DatabasesStore;
-  /** The store through a new EntityManager (jobs). */
-  fresh(): DatabasesStore;
+  keepFinalBackups(tx: Em, databaseId: string, now: Date): Promise<void>;
+  /** Records an organization's webhook event in `tx` (the transactional outbox). */
+  recordEvent<P>(tx: Em, event: EventDefinition<P>, payload: P, organizationId: string, now: Date): void;
 }
 
 /** The billable periods of the organization's databases that overlap `period` (databases.usage.ts). */
@@ -292,26 +302,27 @@ const BACKUP_COUNTS: ListCountSpec = {
 
 const FOR_UPDATE = { lockMode: LockMode.PESSIMISTIC_WRITE } as const;
 
-/** The reads, on `em`. */
-class MikroReads implements DatabasesReads {
-  constructor(
-    protected readonly em: Em,
-    protected readonly deps: AppDeps,
-  ) {}
+/**
+ * The repository on the API's database (MikroORM); the module's `create` builds it (`repositoryOf(deps,
+ * 'databases')`).
+ */
+export class MikroOrmDatabasesRepository extends MikroOrmRepository implements DatabasesRepository {
+  // ---------- reads ----------
 
-  databasePage(filter: Record<string, unknown>, page: PageRequest) {
-    return findDatabasePage(this.em, this.deps.db, filter, page);
+  databasePage(em: Em, filter: Record<string, unknown>, page: PageRequest) {
+    return findDatabasePage(em, this.db, filter, page);
   }
 
-  findDatabase(scope: DatabaseScope, id: string) {
-    return this.em.findOne(ManagedDatabase, { id, removedAt: null, ...scope });
+  findDatabase(em: Em, scope: DatabaseScope, id: string) {
+    return em.findOne(ManagedDatabase, { id, removedAt: null, ...scope });
   }
 
-  findLiveDatabase(id: string) {
-    return this.em.findOne(ManagedDatabase, { id, removedAt: null });
+  findLiveDatabase(em: Em, id: string) {
+    return em.findOne(ManagedDatabase, { id, removedAt: null });
   }
 
   async backupPage(
+    em: Em,
     databaseId: string,
     filter: { type?: string | undefined; status?: string | undefined },
     page: PageRequest,
@@ -319,135 +330,148 @@ class MikroReads implements DatabasesReads {
     const where: Record<string, string> = { database: databaseId };
     if (filter.type) where.type = filter.type;
     if (filter.status) where.status = filter.status;
-    return findPage(this.em, DatabaseBackup, where as FilterQuery<DatabaseBackup>, page, {
+    return findPage(em, DatabaseBackup, where as FilterQuery<DatabaseBackup>, page, {
       counted: { spec: BACKUP_COUNTS, filter: where },
     });
   }
 
-  findPendingBackup(id: string) {
-    return this.em.findOne(DatabaseBackup, { id, status: 'pending' });
+  findPendingBackup(em: Em, id: string) {
+    return em.findOne(DatabaseBackup, { id, status: 'pending' });
   }
 
-  latestFinalBackup(databaseId: string) {
-    return this.em.findOne(
+  latestFinalBackup(em: Em, databaseId: string) {
+    return em.findOne(
       DatabaseBackup,
       { database: databaseId, type: 'final' },
       { orderBy: { createdAt: 'desc', id: 'desc' } },
     );
   }
 
-  deletionsDue(now: Date, limit: number) {
-    return this.em.find(
+  deletionsDue(em: Em, now: Date, limit: number) {
+    return em.find(
       ManagedDatabase,
       { status: 'deleting', removedAt: null, deletionScheduledAt: { $lte: now } },
       { fields: ['id'], limit },
     );
   }
 
-  stuckTransitions(before: Date, limit: number) {
-    return this.em.find(
+  stuckTransitions(em: Em, before: Date, limit: number) {
+    return em.find(
       ManagedDatabase,
       { status: { $in: ['creating', 'resizing'] }, removedAt: null, updatedAt: { $lt: before } },
       { fields: ['id', 'generation'], limit },
     );
   }
 
-  overdueBackups(before: Date, limit: number) {
-    return this.em.find(
+  overdueBackups(em: Em, before: Date, limit: number) {
+    return em.find(
       DatabaseBackup,
       { status: 'pending', createdAt: { $lt: before } },
       { fields: ['id'], limit },
     );
   }
 
-  runningOnServers(limit: number) {
-    return this.em.find(
-      ManagedDatabase,
-      { server: { $ne: null }, status: 'running', removedAt: null },
-      { limit },
+  runningOnServers(em: Em, limit: number) {
+    return em.find(ManagedDatabase, { server: { $ne: null }, status: 'running', removedAt: null }, { limit });
+  }
+
+  // ---------- in a transaction ----------
+
+  lockOwner(tx: Em, userId: string) {
+    return lockOwner(tx, userId);
+  }
+
+  lockPlan(tx: Em, organizationId: string) {
+    return lockOrganizationPlan(tx, organizationId);
+  }
+
+  async lockedDatabaseCount(tx: Em, deps: AppDeps, organizationId: string) {
+    await lockPlanCounter(tx, organizationId, 'databases');
+    return deps.registry.usage.current(tx, organizationId, 'databases', deps.clock.now());
+  }
+
+  async lockedBackupUsage(tx: Em, organizationId: string) {
+    await lockPlanCounter(tx, organizationId, 'backups');
+    const [row] = await tx.execute<{ manual: string | number; bytes: string | number | null }[]>(
+      `select count(*) filter (where type = 'manual' and status <> 'failed') as manual,
+              coalesce(sum(size_bytes) filter (where status = 'completed'), 0) as bytes
+         from ${DATABASES_TABLES.backups} where organization_id = ?`,
+      [organizationId],
     );
-  }
-}
-
-class MikroTx implements DatabasesTx {
-  constructor(
-    private readonly tx: Em,
-    private readonly deps: AppDeps,
-  ) {}
-
-  lockOwner(userId: string) {
-    return lockOwner(this.tx, userId);
+    return { manual: Number(row?.manual ?? 0), bytes: Number(row?.bytes ?? 0) };
   }
 
-  assertWithinPlan(organizationId: string) {
-    return assertWithinPlan(this.tx, this.deps, organizationId, 'databases');
-  }
-
-  lockDatabase(id: string, scope: DatabaseScope = {}, opts: { removed?: boolean } = {}) {
-    return this.tx.findOne(
+  lockDatabase(tx: Em, id: string, scope: DatabaseScope = {}, opts: { removed?: boolean } = {}) {
+    return tx.findOne(
       ManagedDatabase,
       { id, ...(opts.removed ? {} : { removedAt: null }), ...scope },
       FOR_UPDATE,
     );
   }
 
-  findBackup(id: string, organizationId: string) {
-    return this.tx.findOne(DatabaseBackup, { id, organization: organizationId });
+  findBackup(tx: Em, id: string, organizationId: string) {
+    return tx.findOne(DatabaseBackup, { id, organization: organizationId });
   }
 
-  lockBackup(id: string) {
-    return this.tx.findOne(DatabaseBackup, { id }, { ...FOR_UPDATE, refresh: true });
+  lockBackup(tx: Em, id: string) {
+    return tx.findOne(DatabaseBackup, { id }, { ...FOR_UPDATE, refresh: true });
   }
 
-  lockBackupsOf(databaseId: string) {
-    return this.tx.find(
+  lockBackupsOf(tx: Em, databaseId: string) {
+    return tx.find(
       DatabaseBackup,
       { database: databaseId },
       { ...FOR_UPDATE, orderBy: { createdAt: 'asc', id: 'asc' } },
     );
   }
 
-  lockExpiredBackups(now: Date, limit: number) {
-    return this.tx.find(DatabaseBackup, { expiresAt: { $lte: now } }, { limit, ...FOR_UPDATE });
+  lockExpiredBackups(tx: Em, now: Date, limit: number) {
+    return tx.find(DatabaseBackup, { expiresAt: { $lte: now } }, { limit, ...FOR_UPDATE });
   }
 
-  getDatabase(id: string) {
-    return this.tx.findOneOrFail(ManagedDatabase, id);
+  getDatabase(tx: Em, id: string) {
+    return tx.findOneOrFail(ManagedDatabase, id);
   }
 
-  async nameTaken(organizationId: string, name: string) {
-    return (
-      (await this.tx.count(ManagedDatabase, { organization: organizationId, name, removedAt: null })) > 0
-    );
+  async nameTaken(tx: Em, organizationId: string, name: string) {
+    return (await tx.count(ManagedDatabase, { organization: organizationId, name, removedAt: null })) > 0;
   }
 
-  async databasesPerServer(servers: string[]) {
-    const counts = await this.tx.execute<{ server: string; n: string | number }[]>(
-      `select server, count(*) as n from ${DATABASES_TABLES.databases}
-        where removed_at is null and server in (${servers.map(() => '?').join(', ')}) group by server`,
+  async serverLoad(tx: Em, servers: string[]) {
+    for (const server of [...new Set(servers)].sort()) {
+      await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`databases.server:${server}`]);
+    }
+    const limit = Object.entries(SIZE_SPECS)
+      .map(([size, spec]) => `when '${size}' then ${Math.trunc(spec.maxConnections)}`)
+      .join(' ');
+    const rows = await tx.execute<{ server: string; n: string | number; c: string | number }[]>(
+      `select server, count(*) as n, coalesce(sum(case size ${limit} else 0 end), 0) as c
+         from ${DATABASES_TABLES.databases}
+        where removed_at is null and status <> 'failed' and server in (${servers.map(() => '?').join(', ')})
+        group by server`,
       servers,
     );
-    return new Map(counts.map((r) => [r.server, Number(r.n)]));
+    return new Map(rows.map((r) => [r.server, { databases: Number(r.n), connections: Number(r.c) }]));
   }
 
-  createDatabase({ organizationId, userId, ...fields }: NewDatabase) {
-    return this.tx.create(ManagedDatabase, {
+  createDatabase(tx: Em, { organizationId, userId, ...fields }: NewDatabase) {
+    return tx.create(ManagedDatabase, {
       ...fields,
       organization: organizationId,
-      user: this.tx.getReference(User, userId),
+      user: tx.getReference(User, userId),
     });
   }
 
-  createBackup(fields: NewBackup) {
-    return this.tx.create(DatabaseBackup, { ...fields, organization: fields.database.organization });
+  createBackup(tx: Em, fields: NewBackup) {
+    return tx.create(DatabaseBackup, { ...fields, organization: fields.database.organization });
   }
 
-  removeBackup(b: DatabaseBackup) {
-    this.tx.remove(b);
+  removeBackup(tx: Em, b: DatabaseBackup) {
+    tx.remove(b);
   }
 
-  openUsagePeriod(d: ManagedDatabase, now: Date) {
-    this.tx.create(DatabaseUsagePeriod, {
+  openUsagePeriod(tx: Em, d: ManagedDatabase, now: Date) {
+    tx.create(DatabaseUsagePeriod, {
       organization: d.organization,
       database: d,
       size: d.size,
@@ -456,52 +480,23 @@ class MikroTx implements DatabasesTx {
     });
   }
 
-  async closeUsagePeriod(databaseId: string, now: Date) {
-    await this.tx.nativeUpdate(
-      DatabaseUsagePeriod,
-      { database: databaseId, endedAt: null },
-      { endedAt: now },
-    );
+  async closeUsagePeriod(tx: Em, databaseId: string, now: Date) {
+    await tx.nativeUpdate(DatabaseUsagePeriod, { database: databaseId, endedAt: null }, { endedAt: now });
   }
 
-  async setAutomaticBackupExpiry(databaseId: string, days: number, now: Date) {
-    await this.tx.execute(
+  async setAutomaticBackupExpiry(tx: Em, databaseId: string, days: number, now: Date) {
+    await tx.execute(
       `update ${DATABASES_TABLES.backups} set expires_at = created_at + ? * interval '1 day', updated_at = ?
         where database_id = ? and type = 'automatic'`,
       [days, now, databaseId],
     );
   }
 
-  async keepFinalBackups(databaseId: string, now: Date) {
-    await this.tx.nativeUpdate(
+  async keepFinalBackups(tx: Em, databaseId: string, now: Date) {
+    await tx.nativeUpdate(
       DatabaseBackup,
       { database: databaseId, type: 'final', expiresAt: { $ne: null } },
       { expiresAt: null, updatedAt: now },
     );
   }
-
-  recordEvent<T>(event: EventDefinition<T>, object: NoInfer<T>, organizationId: string, now: Date) {
-    recordEvent(this.tx, event, object, organizationId, now);
-  }
-
-  async queue<T extends object>(job: JobRef<T>, data: T, delayMs: number) {
-    await this.deps.jobs.send(job, data, { em: this.tx, delayMs });
-    return () => {
-      this.deps.jobs.notify(job.name, delayMs);
-    };
-  }
-}
-
-class MikroStore extends MikroReads implements DatabasesStore {
-  transaction<T>(fn: (tx: DatabasesTx) => Promise<T>): Promise<T> {
-    return this.em.transactional((tx) => fn(new MikroTx(tx, this.deps)));
-  }
-}
-
-/** The repository on the API's database (MikroORM). */
-export function mikroDatabasesRepository(deps: AppDeps): DatabasesRepository {
-  return {
-    on: (em) => new MikroStore(em, deps),
-    fresh: () => new MikroStore(deps.db.orm.em.fork(), deps),
-  };
 }

@@ -44,9 +44,15 @@ const backupsRouter = router({
         summary: 'Take a manual backup',
         description:
           'Accepted: the backup is `pending`, then `completed` after the provisioning delay (emitting ' +
-          '`database.backup.completed`). Manual backups do not expire. Only while the database is `running`.',
+          '`database.backup.completed`). Manual backups do not expire. Only while the database is `running`. ' +
+          "The organization's backups are limited per plan (starter: 10 manual backups and 100 GB of backups, " +
+          'pro: 50 and 1,000 GB, enterprise: 200 and 10,000 GB); beyond either: 402 `PLAN_LIMIT_EXCEEDED`, ' +
+          '`details` naming `manual_backups` or `backup_storage_bytes` with the limit and the current figure.',
       },
-      errors: { CONFLICT: 'The database is not `running`' },
+      errors: {
+        CONFLICT: 'The database is not `running`',
+        PLAN_LIMIT_EXCEEDED: "The organization's backups hold its plan's manual backups or bytes",
+      },
       successStatus: 202,
     })
     .input(ZCreateBackupInput)
@@ -85,12 +91,16 @@ export const databasesRouter = router({
           '`connection_string`): it is stored as a hash only. With `backup_id`, the database starts from that ' +
           'completed backup (a real one restores its dump). Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`. ' +
           'With `DATABASE_HOSTS` set, an engine or region that has no server taking new databases (MongoDB ' +
-          'always) is refused with 409 `UNSUPPORTED_PLACEMENT`.',
+          'always) is refused with 409 `UNSUPPORTED_PLACEMENT`; when no server of that engine and region has ' +
+          'connections left for the size (the connection limits of the databases on a server never exceed its ' +
+          '`max_connections` less a reserve: docs/databases.md, "Capacity of a server"), with 503 ' +
+          '`NO_SERVER_CAPACITY`.',
       },
       errors: {
         PLAN_LIMIT_EXCEEDED: 'The plan allows no more databases; details name `{resource, limit, current}`',
         CONFLICT: 'The name is taken, or the backup is not completed, of another engine or simulated',
         UNSUPPORTED_PLACEMENT: 'No server of that engine and region takes new databases (DATABASE_HOSTS)',
+        NO_SERVER_CAPACITY: 'No server of that engine and region has connections left for the size',
       },
       successStatus: 201,
       location: '/databases/{database.id}',
@@ -122,9 +132,13 @@ export const databasesRouter = router({
         summary: 'Resize a database or change its backups',
         description:
           'Only while `running`. A new `size` makes the database `resizing` for the provisioning delay. Emits ' +
-          '`database.updated` when something changed.',
+          '`database.updated` when something changed. A real database grows only into connections its server ' +
+          'has left (503 `NO_SERVER_CAPACITY`).',
       },
-      errors: { CONFLICT: 'The database is not `running`' },
+      errors: {
+        CONFLICT: 'The database is not `running`',
+        NO_SERVER_CAPACITY: 'Its server has no connections left for the larger size',
+      },
     })
     .input(ZUpdateDatabaseInput)
     .output(ZDatabaseOutput)

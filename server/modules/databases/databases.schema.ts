@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
-import { zPathId } from '../../lib/schema.js';
+import { pageQueryShape, pageResponse } from '../../lib/pagination.js';
+import { okResponse, zPathId, zUserIdFilter } from '../../lib/schema.js';
 import {
   BACKUP_STATUSES,
   BACKUP_TYPES,
@@ -40,14 +40,9 @@ export const ZListDatabasesInput = z
     engine: z.enum(DATABASE_ENGINES).optional().describe('Only databases of this engine'),
     status: z.enum(DATABASE_STATUSES).optional().describe('Only databases in this state'),
     region: z.enum(DATABASE_REGIONS).optional().describe('Only databases in this region'),
-    user_id: z
-      .string()
-      .min(1)
-      .max(64)
-      .optional()
-      .describe(
-        'Only the databases of this owner (`usr_…`). Members see their own databases only, whatever they pass.',
-      ),
+    user_id: zUserIdFilter(
+      'Only the databases of this owner (`usr_…`). Members see their own databases only, whatever they pass.',
+    ),
   })
   .prefault({});
 export type TListDatabasesInput = z.infer<typeof ZListDatabasesInput>;
@@ -277,25 +272,19 @@ export const ZDatabaseDetail = z
   .meta({ id: 'DatabaseDetail' });
 export type TDatabaseDetail = z.infer<typeof ZDatabaseDetail>;
 
-export const ZListDatabasesOutput = z.object({
-  success: z.literal(true),
-  databases: z.array(ZDatabase),
-  ...pageResponseShape,
-});
+export const ZListDatabasesOutput = pageResponse('databases', ZDatabase);
 export type TListDatabasesOutput = z.infer<typeof ZListDatabasesOutput>;
 
-export const ZDatabaseOutput = z.object({ success: z.literal(true), database: ZDatabaseDetail });
+export const ZDatabaseOutput = okResponse({ database: ZDatabaseDetail });
 export type TDatabaseOutput = z.infer<typeof ZDatabaseOutput>;
 
-export const ZResetPasswordOutput = z.object({
-  success: z.literal(true),
+export const ZResetPasswordOutput = okResponse({
   database: ZDatabaseDetail,
   password: z.string().describe('The new password (also in `database.connection_info`), shown this once'),
 });
 export type TResetPasswordOutput = z.infer<typeof ZResetPasswordOutput>;
 
-export const ZDeleteDatabaseOutput = z.object({
-  success: z.literal(true),
+export const ZDeleteDatabaseOutput = okResponse({
   message: z.string(),
   id: z.string().describe('The database being deleted'),
   final_backup: z
@@ -337,12 +326,8 @@ export const ZBackup = z
   .meta({ id: 'DatabaseBackup' });
 export type TBackup = z.infer<typeof ZBackup>;
 
-export const ZBackupOutput = z.object({ success: z.literal(true), backup: ZBackup });
+export const ZBackupOutput = okResponse({ backup: ZBackup });
 export type TBackupOutput = z.infer<typeof ZBackupOutput>;
 
-export const ZListBackupsOutput = z.object({
-  success: z.literal(true),
-  backups: z.array(ZBackup),
-  ...pageResponseShape,
-});
+export const ZListBackupsOutput = pageResponse('backups', ZBackup);
 export type TListBackupsOutput = z.infer<typeof ZListBackupsOutput>;

@@ -1,11 +1,13 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import { randomInt } from 'node:crypto';
-import type { Actor } from '../../access/actor.js';
 import { actsOnWholeOrganization, ownedBy, ownedListFilter } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
-import type { ActorContext, AppDeps } from '../../kit/deps.js';
+import type { ActorContext, AppDeps, ServiceContext } from '../../kit/deps.js';
+import { assertWithinPlan } from '../../kit/plan-limit.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import {
   conflict,
+  noServerCapacity,
   notFound,
   serviceUnavailable,
   unsupportedPlacement,
@@ -20,22 +22,22 @@ import {
   DEFAULT_BACKUP_RETENTION_DAYS,
   DEFAULT_VERSIONS,
   FINAL_BACKUP_KEPT_DAYS,
+  SIZE_SPECS,
   type DatabaseEngine,
   type DatabaseRegion,
+  type DatabaseSize,
 } from './databases.constants.js';
 import type { DatabaseDriver, Placement } from './databases.driver.js';
 import { instanceOf, metricsOf, toDatabaseDetailDto, toDatabaseDto } from './databases.dto.js';
 import { databaseCreated, databaseDeleted, databaseUpdated } from './databases.events.js';
+import { databasesReadyJob, databasesRemoveJob } from './databases.jobs.js';
 import {
-  databasesReadyJob,
-  databasesRemoveJob,
-  runAll,
+  queueJob,
   scheduleAutomaticBackups,
   startBackup,
   stopAutomaticBackups,
-  type AfterCommit,
-} from './databases.jobs.js';
-import type { DatabasesStore, DatabasesTx } from './databases.repository.js';
+} from './databases-lifecycle.service.js';
+import { transition } from './database-state.js';
 import type {
   TCreateDatabaseInput,
   TDatabaseActionInput,
@@ -50,11 +52,6 @@ import type {
 import type { DatabaseBackup } from './database-backup.entity.js';
 import type { ManagedDatabase } from './database.entity.js';
 
-/** The module's store seen through the request's EntityManager (databases.repository.ts). */
-export function storeOf(ctx: { em: Em; deps: AppDeps }): DatabasesStore {
-  return ctx.deps.modules.databases.repository.on(ctx.em);
-}
-
 export function databaseNotFound(): AppError {
   return notFound('Database');
 }
@@ -62,43 +59,40 @@ export function databaseNotFound(): AppError {
 /**
  * The caller's database `id`: removed ones, another tenant's or (for members) another user's are not found.
  */
-export async function findDatabase(
-  store: DatabasesStore,
-  actor: Actor,
-  id: string,
-): Promise<ManagedDatabase> {
+export async function findDatabase(ctx: ActorContext, id: string): Promise<ManagedDatabase> {
   if (!isId('db', id)) throw databaseNotFound();
-  const d = await store.findDatabase(ownedBy(actor), id);
+  const d = await repositoryOf(ctx.deps, 'databases').findDatabase(ctx.em, ownedBy(ctx.actor), id);
   if (!d) throw databaseNotFound();
   return d;
 }
 
-/** Loads the caller's database `id` locked for update, or throws NOT_FOUND. */
-export async function lockDatabase(tx: DatabasesTx, actor: Actor, id: string): Promise<ManagedDatabase> {
+/** Loads the caller's database `id` locked for update in `tx`, or throws NOT_FOUND. */
+export async function lockDatabase(ctx: ActorContext, tx: Em, id: string): Promise<ManagedDatabase> {
   if (!isId('db', id)) throw databaseNotFound();
-  const d = await tx.lockDatabase(id, ownedBy(actor));
+  const d = await repositoryOf(ctx.deps, 'databases').lockDatabase(tx, id, ownedBy(ctx.actor));
   if (!d) throw databaseNotFound();
   return d;
 }
 
 /**
  * A change of one of the caller's databases: `change` runs on it, locked, in a transaction; `database.updated` is
- * recorded when it returns true; the jobs it queued are woken after the commit. The detail view after it.
+ * recorded when it returns true. The detail view after it.
  */
 async function changeDatabase(
   ctx: ActorContext,
   id: string,
-  change: (tx: DatabasesTx, d: ManagedDatabase, now: Date, after: AfterCommit[]) => Promise<boolean>,
+  change: (tx: Em, d: ManagedDatabase, now: Date) => Promise<boolean>,
 ): Promise<ManagedDatabase> {
   const { deps } = ctx;
-  const driver = deps.modules.databases.driver;
-  const after: AfterCommit[] = [];
-  const database = await storeOf(ctx).transaction(async (tx) => {
+  const repo = repositoryOf(ctx.deps, 'databases');
+  const driver = runtimeOf(deps, 'databases').driver;
+  const database = await repo.transaction(ctx.em, async (tx) => {
     const now = deps.clock.now();
-    const d = await lockDatabase(tx, ctx.actor, id);
-    if (await change(tx, d, now, after)) {
+    const d = await lockDatabase(ctx, tx, id);
+    if (await change(tx, d, now)) {
       d.updatedAt = now;
-      tx.recordEvent(
+      repo.recordEvent(
+        tx,
         databaseUpdated,
         toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
         d.organization.id,
@@ -107,7 +101,6 @@ async function changeDatabase(
     }
     return d;
   });
-  runAll(after);
   return database;
 }
 
@@ -115,7 +108,7 @@ async function changeDatabase(
 async function detailOf(deps: AppDeps, d: ManagedDatabase, password?: string) {
   return toDatabaseDetailDto(
     d,
-    await metricsOf(d, deps.modules.databases.driver, deps.clock.now()),
+    await metricsOf(d, runtimeOf(deps, 'databases').driver, deps.clock.now()),
     password,
   );
 }
@@ -145,8 +138,8 @@ export async function listDatabases(
   if (input.status) where.status = input.status;
   if (input.region) where.region = input.region;
   const request = pageRequest(input);
-  const found = await storeOf(ctx).databasePage(where, request);
-  const driver = ctx.deps.modules.databases.driver;
+  const found = await repositoryOf(ctx.deps, 'databases').databasePage(ctx.em, where, request);
+  const driver = runtimeOf(ctx.deps, 'databases').driver;
   const now = ctx.deps.clock.now();
   return {
     success: true,
@@ -158,7 +151,7 @@ export async function listDatabases(
 }
 
 export async function getDatabase(ctx: ActorContext, input: TDatabaseIdInput): Promise<TDatabaseOutput> {
-  const d = await findDatabase(storeOf(ctx), ctx.actor, input.id);
+  const d = await findDatabase(ctx, input.id);
   return { success: true, database: await detailOf(ctx.deps, d) };
 }
 
@@ -170,16 +163,18 @@ const noSuchBackup = () => validation('backup_id', 'No such backup in this organ
  * not `completed`, or of another engine → 409.
  */
 async function restorableBackup(
-  tx: DatabasesTx,
-  actor: Actor,
+  ctx: ActorContext,
+  tx: Em,
   backupId: string,
   engine: DatabaseEngine,
   now: Date,
 ): Promise<{ backup: DatabaseBackup; source: ManagedDatabase }> {
+  const { actor } = ctx;
+  const repo = repositoryOf(ctx.deps, 'databases');
   if (!isId('backup', backupId)) throw noSuchBackup();
-  const backup = await tx.findBackup(backupId, actor.organizationId);
+  const backup = await repo.findBackup(tx, backupId, actor.organizationId);
   if (!backup || (backup.expiresAt && backup.expiresAt <= now)) throw noSuchBackup();
-  const source = await tx.getDatabase(backup.database.id);
+  const source = await repo.getDatabase(tx, backup.database.id);
   if (!actsOnWholeOrganization(actor) && source.user.id !== actor.userId) throw noSuchBackup();
   if (backup.status !== 'completed') {
     throw conflict(`Backup ${backup.id} is ${backup.status}: only a completed backup can be restored`);
@@ -193,25 +188,37 @@ async function restorableBackup(
   return { backup, source };
 }
 
+/**
+ * 402 `PLAN_LIMIT_EXCEEDED` when the organization's plan has no room for one more database (kit/plan-limit.ts):
+ * the plan under a share lock, and the count after the organization's creates of databases queue, so that they are
+ * checked one after the other.
+ */
+async function assertRoomForDatabase(ctx: ServiceContext, tx: Em, organizationId: string): Promise<void> {
+  const repo = repositoryOf(ctx.deps, 'databases');
+  await assertWithinPlan(await repo.lockPlan(tx, organizationId), 'databases', () =>
+    repo.lockedDatabaseCount(tx, ctx.deps, organizationId),
+  );
+}
+
 export async function createDatabase(
   ctx: ActorContext,
   input: TCreateDatabaseInput,
 ): Promise<TDatabaseOutput> {
   const { actor, deps } = ctx;
-  const driver = deps.modules.databases.driver;
+  const driver = runtimeOf(deps, 'databases').driver;
   // Leaves this function only inside the create response; the database keeps its hash.
   const password = generatePassword();
-  const after: AfterCommit[] = [];
+  const repo = repositoryOf(ctx.deps, 'databases');
 
-  const database = await storeOf(ctx).transaction(async (tx) => {
+  const database = await repo.transaction(ctx.em, async (tx) => {
     const now = deps.clock.now();
-    await tx.lockOwner(actor.userId);
+    await repo.lockOwner(tx, actor.userId);
     // Locks the organization: concurrent creates (and name checks) of one organization run one after the other.
-    await tx.assertWithinPlan(actor.organizationId);
+    await assertRoomForDatabase(ctx, tx, actor.organizationId);
     const from = input.backup_id
-      ? await restorableBackup(tx, actor, input.backup_id, input.engine, now)
+      ? await restorableBackup(ctx, tx, input.backup_id, input.engine, now)
       : undefined;
-    if (await tx.nameTaken(actor.organizationId, input.name)) {
+    if (await repo.nameTaken(tx, actor.organizationId, input.name)) {
       throw conflict(
         `A database named ${input.name} already exists in this organization: choose another name`,
         [{ path: 'name', message: 'Already in use' }],
@@ -228,13 +235,19 @@ export async function createDatabase(
     const size = input.size ?? from?.source.size ?? 'small';
     const region = input.region ?? from?.source.region ?? 'us-east';
     const id = newId('db');
-    const place = await placeDatabase(tx, driver, { id, name: input.name, engine: input.engine, region });
+    const place = await placeDatabase(ctx, tx, driver, {
+      id,
+      name: input.name,
+      engine: input.engine,
+      region,
+      size,
+    });
     if (from && place.server && !from.source.server) {
       throw conflict(
         `Backup ${from.backup.id} is of a simulated database: it holds no data to restore into a real one`,
       );
     }
-    const d = tx.createDatabase({
+    const d = repo.createDatabase(tx, {
       id,
       createdAt: now,
       updatedAt: now,
@@ -269,16 +282,17 @@ export async function createDatabase(
     const op = await driver.provision(instanceOf(d), { fromBackupId: from?.backup.id });
     // A real server's login is created by the job, from the password's verifier (the password is never stored).
     const verifier = d.server ? driver.passwordVerifier(d.engine, password) : undefined;
-    tx.openUsagePeriod(d, now);
-    after.push(
-      await tx.queue(
-        databasesReadyJob,
-        { database_id: d.id, generation: 1, ...(verifier ? { verifier } : {}) },
-        op.readyInMs,
-      ),
+    repo.openUsagePeriod(tx, d, now);
+    await queueJob(
+      ctx,
+      tx,
+      databasesReadyJob,
+      { database_id: d.id, generation: 1, ...(verifier ? { verifier } : {}) },
+      op.readyInMs,
     );
-    if (d.backupEnabled) after.push(await scheduleAutomaticBackups(deps, tx, d, now));
-    tx.recordEvent(
+    if (d.backupEnabled) await scheduleAutomaticBackups(ctx, tx, { database: d, now });
+    repo.recordEvent(
+      tx,
       databaseCreated,
       toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
       actor.organizationId,
@@ -286,19 +300,20 @@ export async function createDatabase(
     );
     return d;
   });
-  runAll(after);
   return { success: true, database: await detailOf(deps, database, password) };
 }
 
 /**
  * Where a new database goes: among the driver's places for its engine and region, the server holding the fewest
- * databases (not removed). None → 409 UNSUPPORTED_PLACEMENT: with DATABASE_HOSTS set, an engine or region without
- * a server is refused, never simulated.
+ * databases (not removed) that has connections left for its size (docs/databases.md, "Capacity of a server"). None
+ * → 409 UNSUPPORTED_PLACEMENT: with DATABASE_HOSTS set, an engine or region without a server is refused, never
+ * simulated; servers all full → 503 NO_SERVER_CAPACITY.
  */
 async function placeDatabase(
-  tx: DatabasesTx,
+  ctx: ServiceContext,
+  tx: Em,
   driver: DatabaseDriver,
-  spec: { id: string; name: string; engine: DatabaseEngine; region: DatabaseRegion },
+  spec: { id: string; name: string; engine: DatabaseEngine; region: DatabaseRegion; size: DatabaseSize },
 ): Promise<Placement> {
   const places = driver.placements(spec);
   if (!places.length) {
@@ -307,9 +322,45 @@ async function placeDatabase(
       [{ path: 'engine', message: `No ${spec.engine} server in ${spec.region}` }],
     );
   }
-  if (places.length === 1) return places[0]!;
-  const held = await tx.databasesPerServer(places.map((p) => p.server!));
-  return places.reduce((best, p) => ((held.get(p.server!) ?? 0) < (held.get(best.server!) ?? 0) ? p : best));
+  if (!places[0]!.server) return places[0]!;
+  const load = await repositoryOf(ctx.deps, 'databases').serverLoad(
+    tx,
+    places.map((p) => p.server!),
+  );
+  const needed = SIZE_SPECS[spec.size].maxConnections;
+  const open: Placement[] = [];
+  for (const p of places) {
+    const capacity = driver.connectionCapacity ? await driver.connectionCapacity(p.server!) : null;
+    if (capacity === null || (load.get(p.server!)?.connections ?? 0) + needed <= capacity) open.push(p);
+  }
+  if (!open.length) throw noRoom(spec.engine, spec.region, spec.size);
+  const held = (p: Placement) => load.get(p.server!)?.databases ?? 0;
+  return open.reduce((best, p) => (held(p) < held(best) ? p : best));
+}
+
+function noRoom(engine: DatabaseEngine, region: DatabaseRegion, size: DatabaseSize): AppError {
+  return noServerCapacity(
+    `No ${engine} server in ${region} has room for the ${SIZE_SPECS[size].maxConnections} connections of a ` +
+      `${size} database: try a smaller size or another region, or later`,
+    [{ path: 'size', message: `No ${engine} server in ${region} has room for it` }],
+  );
+}
+
+/** A real database grows only into connections its server has left (docs/databases.md, "Capacity of a server"). */
+async function assertRoomToResize(
+  ctx: ServiceContext,
+  tx: Em,
+  driver: DatabaseDriver,
+  d: ManagedDatabase,
+  size: DatabaseSize,
+): Promise<void> {
+  const grows = SIZE_SPECS[size].maxConnections - SIZE_SPECS[d.size].maxConnections;
+  if (!d.server || grows <= 0 || !driver.connectionCapacity) return;
+  const load = await repositoryOf(ctx.deps, 'databases').serverLoad(tx, [d.server]);
+  const capacity = await driver.connectionCapacity(d.server);
+  if (capacity !== null && (load.get(d.server)?.connections ?? 0) + grows > capacity) {
+    throw noRoom(d.engine, d.region, size);
+  }
 }
 
 function notWhile(status: string, action: string): AppError {
@@ -321,32 +372,38 @@ export async function updateDatabase(
   input: TUpdateDatabaseInput,
 ): Promise<TDatabaseOutput> {
   const { deps } = ctx;
-  const driver = deps.modules.databases.driver;
-  const database = await changeDatabase(ctx, input.id, async (tx, d, now, after) => {
+  const repo = repositoryOf(ctx.deps, 'databases');
+  const driver = runtimeOf(deps, 'databases').driver;
+  const database = await changeDatabase(ctx, input.id, async (tx, d, now) => {
     if (d.status !== 'running') throw notWhile(d.status, 'it can be changed only while running');
     let changed = false;
     if (input.size !== undefined && input.size !== d.size) {
+      await assertRoomToResize(ctx, tx, driver, d, input.size);
       const op = await driver.resize(instanceOf(d), input.size);
       // Billed at the new size from now on.
-      await tx.closeUsagePeriod(d.id, now);
+      await repo.closeUsagePeriod(tx, d.id, now);
       d.size = input.size;
-      tx.openUsagePeriod(d, now);
-      d.status = 'resizing';
+      repo.openUsagePeriod(tx, d, now);
+      transition(d, 'resizing', now);
       d.generation += 1;
-      after.push(
-        await tx.queue(databasesReadyJob, { database_id: d.id, generation: d.generation }, op.readyInMs),
+      await queueJob(
+        ctx,
+        tx,
+        databasesReadyJob,
+        { database_id: d.id, generation: d.generation },
+        op.readyInMs,
       );
       changed = true;
     }
     if (input.backup_retention !== undefined && input.backup_retention !== d.backupRetention) {
       d.backupRetention = input.backup_retention;
       // Automatic backups expire `backup_retention` days after their creation, the ones taken already included.
-      await tx.setAutomaticBackupExpiry(d.id, input.backup_retention, now);
+      await repo.setAutomaticBackupExpiry(tx, d.id, input.backup_retention, now);
       changed = true;
     }
     if (input.backup_enabled !== undefined && input.backup_enabled !== d.backupEnabled) {
       d.backupEnabled = input.backup_enabled;
-      if (d.backupEnabled) after.push(await scheduleAutomaticBackups(deps, tx, d, now));
+      if (d.backupEnabled) await scheduleAutomaticBackups(ctx, tx, { database: d, now });
       else stopAutomaticBackups(d);
       changed = true;
     }
@@ -359,13 +416,13 @@ export async function deleteDatabase(
   ctx: ActorContext,
   input: TDatabaseIdInput,
 ): Promise<TDeleteDatabaseOutput> {
-  const { actor, deps } = ctx;
-  const driver = deps.modules.databases.driver;
+  const { deps } = ctx;
+  const driver = runtimeOf(deps, 'databases').driver;
   const graceMs = deps.config.databases.deletionGraceMs;
-  const after: AfterCommit[] = [];
-  const { database, finalBackup } = await storeOf(ctx).transaction(async (tx) => {
+  const repo = repositoryOf(ctx.deps, 'databases');
+  const { database, finalBackup } = await repo.transaction(ctx.em, async (tx) => {
     const now = deps.clock.now();
-    const d = await lockDatabase(tx, actor, input.id);
+    const d = await lockDatabase(ctx, tx, input.id);
     if (d.status === 'deleting') {
       throw conflict(
         `The database is already being deleted (removal at ${iso(d.deletionScheduledAt)}); ` +
@@ -373,30 +430,29 @@ export async function deleteDatabase(
       );
     }
     const scheduled = new Date(now.getTime() + graceMs);
-    d.status = 'deleting';
+    transition(d, 'deleting', now);
     d.generation += 1;
     d.deletionScheduledAt = scheduled;
-    d.updatedAt = now;
     stopAutomaticBackups(d);
     // Neither counted against the plan nor billed while it waits for removal.
-    await tx.closeUsagePeriod(d.id, now);
-    const final = await startBackup(deps, tx, d, 'final', now, {
+    await repo.closeUsagePeriod(tx, d.id, now);
+    const final = await startBackup(ctx, tx, {
+      database: d,
+      type: 'final',
+      now,
       description: 'Taken when the deletion of the database was requested',
       expiresAt: new Date(scheduled.getTime() + FINAL_BACKUP_KEPT_DAYS * DAY_MS),
     });
-    after.push(
-      final.wake,
-      await tx.queue(databasesRemoveJob, { database_id: d.id, generation: d.generation }, graceMs),
-    );
-    tx.recordEvent(
+    await queueJob(ctx, tx, databasesRemoveJob, { database_id: d.id, generation: d.generation }, graceMs);
+    repo.recordEvent(
+      tx,
       databaseDeleted,
       toDatabaseDetailDto(d, await metricsOf(d, driver, now)),
       d.organization.id,
       now,
     );
-    return { database: d, finalBackup: final.backup };
+    return { database: d, finalBackup: final };
   });
-  runAll(after);
   return {
     success: true,
     message: `Deletion of database ${database.name} initiated: a final backup is being taken, and the database will be removed at ${iso(database.deletionScheduledAt)} unless the deletion is canceled`,
@@ -411,17 +467,18 @@ export async function cancelDeletion(
   input: TDatabaseActionInput,
 ): Promise<TDatabaseOutput> {
   const { deps } = ctx;
-  const database = await changeDatabase(ctx, input.id, async (tx, d, now, after) => {
+  const repo = repositoryOf(ctx.deps, 'databases');
+  const database = await changeDatabase(ctx, input.id, async (tx, d, now) => {
     if (d.status !== 'deleting') throw notWhile(d.status, 'there is no deletion to cancel');
     // It counts against the plan again: 402 when the plan has no room for it any more.
-    await tx.assertWithinPlan(d.organization.id);
-    d.status = 'running';
+    await assertRoomForDatabase(ctx, tx, d.organization.id);
+    transition(d, 'running', now);
     d.generation += 1;
     d.deletionScheduledAt = null;
-    tx.openUsagePeriod(d, now);
+    repo.openUsagePeriod(tx, d, now);
     // The final backup is kept like a manual one.
-    await tx.keepFinalBackups(d.id, now);
-    if (d.backupEnabled) after.push(await scheduleAutomaticBackups(deps, tx, d, now));
+    await repo.keepFinalBackups(tx, d.id, now);
+    if (d.backupEnabled) await scheduleAutomaticBackups(ctx, tx, { database: d, now });
     return true;
   });
   return { success: true, database: await detailOf(deps, database) };
@@ -432,7 +489,7 @@ export async function resetPassword(
   input: TDatabaseActionInput,
 ): Promise<TResetPasswordOutput> {
   const { deps } = ctx;
-  const driver = deps.modules.databases.driver;
+  const driver = runtimeOf(deps, 'databases').driver;
   const password = generatePassword();
   const database = await changeDatabase(ctx, input.id, async (_tx, d) => {
     if (d.status === 'deleting') throw notWhile(d.status, 'cancel the deletion first');

@@ -1,8 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
+import { constants as fsConstants, createReadStream, createWriteStream } from 'node:fs';
 import { lstat, mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join, posix, relative, resolve, sep } from 'node:path';
-import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { constants as zlib, createBrotliCompress, createGzip } from 'node:zlib';
 
 /**
  * Where the output of successful builds is kept (docs/hosting.md, "Artifacts"): immutable, each file stored once by
@@ -52,9 +54,28 @@ export class ArtifactError extends Error {
 /** Types worth compressing ahead of time (the edge serves the variant a client accepts). */
 const COMPRESSIBLE = /\.(html?|css|m?js|json|svg|txt|xml|map|wasm|ico|webmanifest)$/i;
 const COMPRESS_MIN_BYTES = 1024;
+/**
+ * Larger files are stored as they are (served uncompressed): compressing them would hold the thread pool for seconds
+ * per file, and what a site serves compressed is its pages, scripts and styles, far smaller than this.
+ */
+export const COMPRESS_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Limits of one artifact beside its bytes (docs/hosting.md, "Artifacts"): they bound its manifest (which the edge
+ * reads and keeps in memory) to a few megabytes.
+ */
+export const ARTIFACT_LIMITS = {
+  /** Files of one deployment. */
+  files: 20_000,
+  /** Entries walked (files, directories, links and others together). */
+  entries: 50_000,
+  /** Bytes of a path inside the artifact (`/assets/app.js`). */
+  pathBytes: 1024,
+} as const;
 
 const MANIFEST_ID = /^dep_[A-Za-z0-9]+$/;
 const CONTENT_FILE = /^([0-9a-f]{64})(\.br|\.gz)?$/;
+const INCOMING_FILE = /^incoming-[0-9a-f]+\.tmp$/;
 
 /** How long a content written or reused stays, referenced or not: longer than a build takes to store its output. */
 const GARBAGE_GRACE_MS = 15 * 60_000;
@@ -116,6 +137,12 @@ export class DirectoryArtifactStore implements ArtifactStore {
     let removed = 0;
     for (const prefix of await readdir(this.objects).catch(() => [] as string[])) {
       const dir = join(this.objects, prefix);
+      if (INCOMING_FILE.test(prefix)) {
+        // A copy a stopped process left half-stored.
+        const st = await stat(dir).catch(() => undefined);
+        if (st && st.mtimeMs <= before) await rm(dir, { force: true });
+        continue;
+      }
       for (const name of await readdir(dir).catch(() => [] as string[])) {
         const hash = CONTENT_FILE.exec(name)?.[1];
         if (!hash || used.has(hash)) continue;
@@ -136,25 +163,54 @@ export class DirectoryArtifactStore implements ArtifactStore {
     const files: Record<string, ArtifactFile> = {};
     const skipped: string[] = [];
     let bytes = 0;
+    let count = 0;
+    let entries = 0;
     const walk = async (d: string): Promise<void> => {
       for (const entry of await readdir(d, { withFileTypes: true })) {
+        entries += 1;
+        if (entries > ARTIFACT_LIMITS.entries) {
+          throw new ArtifactError(
+            `The output has more than ${ARTIFACT_LIMITS.entries.toLocaleString('en-US')} entries (files and directories), the limit of an artifact`,
+          );
+        }
         const full = join(d, entry.name);
         const rel = relative(root, full).split(sep).join(posix.sep);
+        if (Buffer.byteLength(rel) + 1 > ARTIFACT_LIMITS.pathBytes) {
+          throw new ArtifactError(
+            `The output has a path longer than ${ARTIFACT_LIMITS.pathBytes} bytes, the limit of an artifact: ${rel.slice(0, 80)}…`,
+          );
+        }
         // lstat, not stat: a link is never followed, wherever it points.
         const st = await lstat(full);
         if (st.isDirectory()) await walk(full);
         else if (st.isFile()) {
-          bytes += st.size;
-          if (bytes > this.maxBytes) {
+          count += 1;
+          if (count > ARTIFACT_LIMITS.files) {
             throw new ArtifactError(
-              `The output is larger than the limit of ${Math.round(this.maxBytes / 1e6)} MB`,
+              `The output has more than ${ARTIFACT_LIMITS.files.toLocaleString('en-US')} files, the limit of an artifact`,
             );
           }
-          files[`/${rel}`] = await this.storeFile(full, rel);
+          bytes += st.size;
+          if (bytes > this.maxBytes) throw tooLarge();
+          found.push({ full, rel });
         } else skipped.push(rel);
       }
     };
+    const tooLarge = () =>
+      new ArtifactError(
+        `The output is larger than the limit of ${Math.round(this.maxBytes / 1e6)} MB (ARTIFACT_MAX_MB)`,
+      );
+    // Every limit is checked before anything is stored: an output over one costs a walk, not a copy.
+    const found: { full: string; rel: string }[] = [];
     await walk(root);
+    bytes = 0;
+    for (const { full, rel } of found) {
+      const file = await this.storeFile(full, rel);
+      // What was read, in case a file grew since the walk.
+      bytes += file.size;
+      if (bytes > this.maxBytes) throw tooLarge();
+      files[`/${rel}`] = file;
+    }
     const manifest: ArtifactManifest = { deploymentId, files, bytes };
     await mkdir(this.manifests, { recursive: true });
     const target = this.manifestPath(deploymentId);
@@ -164,22 +220,40 @@ export class DirectoryArtifactStore implements ArtifactStore {
     return { manifest, skipped };
   }
 
-  /** Hashes a file, then stores it under its hash unless that content is already there. */
+  /**
+   * Hashes a file while copying it into the store (one read, in chunks: never the whole file in memory), then keeps
+   * the copy under its hash unless that content is already there. Precompressed variants are made by zlib's streams,
+   * whose work runs on the thread pool: storing an artifact never blocks the event loop.
+   */
   private async storeFile(full: string, rel: string): Promise<ArtifactFile> {
+    await mkdir(this.objects, { recursive: true });
+    const incoming = join(this.objects, `incoming-${randomBytes(8).toString('hex')}.tmp`);
     const hash = createHash('sha256');
+    let size = 0;
     // O_NOFOLLOW: the file was checked with lstat; a link swapped in since then is refused.
     const fh = await open(full, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-    let content: Buffer;
     try {
-      content = await fh.readFile();
+      await pipeline(
+        fh.createReadStream({ highWaterMark: 256 * 1024 }),
+        new Transform({
+          transform(chunk: Buffer, _encoding, done) {
+            hash.update(chunk);
+            size += chunk.length;
+            done(null, chunk);
+          },
+        }),
+        createWriteStream(incoming, { mode: 0o644 }),
+      );
+    } catch (err) {
+      await rm(incoming, { force: true });
+      throw err;
     } finally {
-      await fh.close();
+      await fh.close().catch(() => undefined);
     }
-    hash.update(content);
     const h = hash.digest('hex');
     const target = this.contentPath(h);
     const encodings: ('br' | 'gzip')[] = [];
-    const compressible = COMPRESSIBLE.test(rel) && content.length >= COMPRESS_MIN_BYTES;
+    const compressible = COMPRESSIBLE.test(rel) && size >= COMPRESS_MIN_BYTES && size <= COMPRESS_MAX_BYTES;
     // A content already there is reused and marked recent (a collection running meanwhile leaves it: collectGarbage).
     const now = new Date();
     const reused = await utimes(target, now, now).then(
@@ -187,23 +261,45 @@ export class DirectoryArtifactStore implements ArtifactStore {
       () => false,
     );
     if (reused) {
+      await rm(incoming, { force: true });
       for (const variant of [`${target}.br`, `${target}.gz`])
         await utimes(variant, now, now).catch(() => undefined);
     } else {
       await mkdir(join(this.objects, h.slice(0, 2)), { recursive: true });
-      await writeAtomically(target, content);
+      await rename(incoming, target);
       if (compressible) {
-        const br = brotliCompressSync(content, { params: { [zlib.BROTLI_PARAM_QUALITY]: 9 } });
-        const gz = gzipSync(content, { level: 9 });
-        if (br.length < content.length) await writeAtomically(`${target}.br`, br);
-        if (gz.length < content.length) await writeAtomically(`${target}.gz`, gz);
+        await compressInto(target, `${target}.br`, size, () =>
+          createBrotliCompress({
+            params: { [zlib.BROTLI_PARAM_QUALITY]: 9, [zlib.BROTLI_PARAM_SIZE_HINT]: size },
+          }),
+        );
+        await compressInto(target, `${target}.gz`, size, () => createGzip({ level: 9 }));
       }
     }
     if (compressible) {
       if (await exists(`${target}.br`)) encodings.push('br');
       if (await exists(`${target}.gz`)) encodings.push('gzip');
     }
-    return { hash: h, size: content.length, ...(encodings.length ? { encodings } : {}) };
+    return { hash: h, size, ...(encodings.length ? { encodings } : {}) };
+  }
+}
+
+/**
+ * Writes a compressed copy of `source` next to it, streamed (zlib's work runs on the thread pool, not the event
+ * loop); kept only when smaller than the original.
+ */
+async function compressInto(
+  source: string,
+  target: string,
+  size: number,
+  compressor: () => NodeJS.ReadWriteStream,
+): Promise<void> {
+  const tmp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    await pipeline(createReadStream(source), compressor(), createWriteStream(tmp, { mode: 0o644 }));
+    if ((await stat(tmp)).size < size) await rename(tmp, target);
+  } finally {
+    await rm(tmp, { force: true });
   }
 }
 
@@ -214,10 +310,4 @@ async function exists(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-async function writeAtomically(target: string, content: Buffer): Promise<void> {
-  const tmp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeFile(tmp, content, { mode: 0o644 });
-  await rename(tmp, target);
 }

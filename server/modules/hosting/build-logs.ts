@@ -1,13 +1,16 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Em } from '../../db/orm.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { EventSink } from '../../lib/event-stream.js';
 import { FINAL_DEPLOYMENT_STATUSES, MAX_LOG_LIMIT, type DeploymentStatus } from './hosting.constants.js';
+import type { BuildOutput } from './hosting.driver.js';
+import type { HostingDeployment } from './hosting-deployment.entity.js';
 import type { TLogLine } from './hosting.schema.js';
 
 /**
- * Build logs: lines are appended by the build steps (hosting.jobs.ts) in the transaction of the step, and followed
+ * Build logs: lines are appended by the build steps (builds.service.ts) in the transaction of the step, and followed
  * live over Server-Sent Events.
  *
  * Followers never poll. Every process has one {@link BuildLogHub}: the writer hands it the lines it committed
@@ -19,6 +22,56 @@ import type { TLogLine } from './hosting.schema.js';
  */
 
 const CHANNEL = 'hosting_build_logs';
+
+/** Longest line stored, in characters; a build's longer lines are written in pieces of this length (build-process.ts). */
+export const LOG_LINE_MAX_CHARS = 4096;
+
+/** The last line of a log that reached `BUILD_LOG_MAX_LINES` (docs/hosting.md, "Build logs"). */
+export function logCutMessage(maxLines: number): string {
+  return `The log was cut at ${maxLines} lines (BUILD_LOG_MAX_LINES); later output is not kept, the build goes on`;
+}
+
+// NUL cannot be stored in a text column (PostgreSQL refuses the whole statement), and an unpaired surrogate is no
+// character at all; both become U+FFFD, as invalid UTF-8 already has when the output was decoded.
+// eslint-disable-next-line no-control-regex -- NUL is what is looked for
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** A message as it can be stored: unstorable characters replaced, at most {@link LOG_LINE_MAX_CHARS} long. */
+export function storableLogMessage(message: string): string {
+  let m = message;
+  if (m.length > LOG_LINE_MAX_CHARS) {
+    // Not between the two halves of a surrogate pair.
+    const end = /[\uD800-\uDBFF]/.test(m[LOG_LINE_MAX_CHARS - 1]!)
+      ? LOG_LINE_MAX_CHARS - 1
+      : LOG_LINE_MAX_CHARS;
+    m = m.slice(0, end);
+  }
+  return m.replace(UNSTORABLE, '\uFFFD');
+}
+
+/**
+ * The one way lines enter a deployment's log (inside `tx`, which holds the site's row lock, as the numbering of
+ * lines depends on it): each message made storable, and at most `BUILD_LOG_MAX_LINES` lines kept, then one line
+ * saying the log was cut; lines past it are dropped. Advances `d.logSeq`; returns the lines written.
+ */
+export async function appendBuildLog(
+  deps: AppDeps,
+  tx: Em,
+  d: HostingDeployment,
+  output: readonly BuildOutput[],
+  now: Date,
+): Promise<TLogLine[]> {
+  const max = deps.config.hosting.buildLogMaxLines;
+  const room = max - d.logSeq;
+  if (output.length === 0 || room < 0) return [];
+  const kept: BuildOutput[] = output
+    .slice(0, room)
+    .map((o) => ({ stream: o.stream, message: storableLogMessage(o.message) }));
+  if (output.length > room) kept.push({ stream: 'stderr', message: logCutMessage(max) });
+  const lines = await repositoryOf(deps, 'hosting').appendLogLines(tx, d.id, d.logSeq, kept, now);
+  d.logSeq += lines.length;
+  return lines;
+}
 
 /** What a hub hands its followers: lines of one deployment, and its final status once it has one. */
 export interface LogEvent {
@@ -39,7 +92,7 @@ interface Announcement {
   s?: DeploymentStatus;
 }
 
-/** The hub of this process's followers: `deps.modules.hosting.logHub`, built by the module's `create`. */
+/** The hub of this process's followers: `runtimeOf(deps, 'hosting').logHub`, built by the module's `create`. */
 export class BuildLogHub {
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly origin = randomUUID();
@@ -96,7 +149,7 @@ export class BuildLogHub {
       t: e.lines.at(-1)?.seq ?? 0,
       ...(e.status ? { s: e.status } : {}),
     };
-    await this.deps.modules.hosting.repository.notify(tx, CHANNEL, JSON.stringify(a));
+    await repositoryOf(this.deps, 'hosting').notify(tx, CHANNEL, JSON.stringify(a));
   }
 
   /** LISTEN on one connection of its own (PostgreSQL only); reconnects after errors. */
@@ -160,8 +213,8 @@ export class BuildLogHub {
     try {
       const lines =
         a.f > 0
-          ? await this.deps.modules.hosting.repository.readLogLines(
-              this.deps.modules.hosting.repository.fork(),
+          ? await repositoryOf(this.deps, 'hosting').readLogLines(
+              repositoryOf(this.deps, 'hosting').fork(),
               a.d,
               a.f - 1,
               MAX_LOG_LIMIT,
@@ -193,7 +246,7 @@ export function followLogs(
   statusOf: DeploymentStatusReader,
   sink: EventSink,
 ): () => void {
-  const { logHub: hub, repository } = deps.modules.hosting;
+  const { logHub: hub, repository } = runtimeOf(deps, 'hosting');
   let last = after;
   let done = false;
   const queue: Array<LogEvent | 'catch-up' | 'closing'> = ['catch-up'];

@@ -2,8 +2,8 @@ import { conflict } from '../../lib/errors.js';
 import { DEPLOYMENT_STATUSES, type DeploymentStatus } from './hosting.constants.js';
 
 /**
- * The life of a deployment (docs/hosting.md, "Deployment states"): the one place that says which status may follow
- * which. Services (deploy, cancel) and the build chain (hosting.jobs.ts, process-builds.ts) change a status only
+ * The life of a deployment (docs/hosting.md, "Inside the module"): the one place that says which status may follow
+ * which. Services (deploy, cancel) and the build chain (builds.service.ts, process-builds.ts) change a status only
  * through {@link transition}, which refuses anything else.
  *
  *     queued ──▶ building ──▶ success
@@ -24,7 +24,7 @@ export const FINAL_STATUSES = [
 export type FinalDeploymentStatus = (typeof FINAL_STATUSES)[number];
 
 /** Which status may follow which; a final status has none. */
-export const TRANSITIONS: Readonly<Record<DeploymentStatus, readonly DeploymentStatus[]>> = {
+export const DEPLOYMENT_TRANSITIONS: Readonly<Record<DeploymentStatus, readonly DeploymentStatus[]>> = {
   queued: ['building', 'canceled'],
   building: ['success', 'failed', 'canceled'],
   success: [],
@@ -42,11 +42,7 @@ const REFUSED: Record<DeploymentStatus, string> = {
 };
 
 export function canTransition(from: DeploymentStatus, to: DeploymentStatus): boolean {
-  return TRANSITIONS[from].includes(to);
-}
-
-export function isUnfinished(status: DeploymentStatus): boolean {
-  return (UNFINISHED_STATUSES as readonly DeploymentStatus[]).includes(status);
+  return DEPLOYMENT_TRANSITIONS[from].includes(to);
 }
 
 export function isFinal(status: DeploymentStatus): status is FinalDeploymentStatus {

@@ -1,16 +1,17 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import { randomBytes } from 'node:crypto';
 import { pageFields, pageRequest } from '../../lib/pagination.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
-import { followLogs, type LogEvent } from './build-logs.js';
+import { appendBuildLog, followLogs, type LogEvent } from './build-logs.js';
 import { assertCanGoLive, assertCanTransition, UNFINISHED_STATUSES } from './deployment-state.js';
 import type { HostingRepository } from './hosting.repository.js';
 import { shortId, toDeploymentDto, toSiteDetailDto } from './hosting.dto.js';
 import { edgeRoutesChanged } from './edge.js';
 import { openEnvironment } from './site-environment.js';
-import { buildPaceMs, completeDeployment, scheduleBuildStep, startNextBuild } from './hosting.jobs.js';
+import { buildPaceMs, completeDeployment, scheduleBuildStep, startNextBuild } from './builds.service.js';
 import type { HostingDeployment } from './hosting-deployment.entity.js';
 import type { HostingSite } from './hosting-site.entity.js';
 import type {
@@ -25,7 +26,7 @@ import type {
   TRollbackInput,
   TSiteOutput,
 } from './hosting.schema.js';
-import { findSiteOrThrow, repositoryOf } from './sites.service.js';
+import { findSiteOrThrow } from './sites.service.js';
 
 const NO_COMMIT = '0'.repeat(40);
 
@@ -58,17 +59,28 @@ async function newDeploymentId(repository: HostingRepository, tx: Em, slug: stri
 
 /**
  * Queues a build of the site (202): `queued` now; the site's build chain starts it once the builds before it ended
- * (hosting.jobs.ts). The build settings are those of the site now.
+ * (builds.service.ts). The build settings are those of the site now.
  */
+/** Deployments of a site that may wait `queued` (docs/sites.md, "Deployments (simulated builds)"); one more: 409. */
+export const MAX_QUEUED_DEPLOYMENTS = 10;
+
 export async function deploy(ctx: ActorContext, input: TDeployInput): Promise<TDeploymentOutput> {
   const { deps } = ctx;
   const paceMs = buildPaceMs(deps);
   const builder = deps.config.hosting.builder;
-  const repository = repositoryOf(deps);
-  const { site, deployment, wake } = await repository.transaction(ctx.em, async (tx) => {
+  const repository = repositoryOf(deps, 'hosting');
+  const { site, deployment } = await repository.transaction(ctx.em, async (tx) => {
     const site = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, { lock: true });
     const now = deps.clock.now();
     const busy = await repository.countDeployments(tx, site.id, UNFINISHED_STATUSES);
+    // Under the site's lock, so two deploys at once cannot both take the last place.
+    const queued = await repository.countDeployments(tx, site.id, ['queued']);
+    if (queued >= MAX_QUEUED_DEPLOYMENTS) {
+      throw conflict(
+        `The site already has ${MAX_QUEUED_DEPLOYMENTS} deployments waiting to build; cancel one or wait for the queue to move`,
+        [{ resource: 'queued_deployments', limit: MAX_QUEUED_DEPLOYMENTS, current: queued }],
+      );
+    }
     const deployment = repository.createDeployment(tx, {
       id: await newDeploymentId(repository, tx, site.slug),
       now,
@@ -81,11 +93,9 @@ export async function deploy(ctx: ActorContext, input: TDeployInput): Promise<TD
       message: input.message || null,
     });
     // An idle site starts a chain; otherwise the running chain reaches this deployment in turn.
-    const wake =
-      busy === 0 ? await scheduleBuildStep(deps, tx, site, { delayMs: paceMs, paceMs }) : undefined;
-    return { site, deployment, wake };
+    if (busy === 0) await scheduleBuildStep(deps, tx, site, { delayMs: paceMs, paceMs });
+    return { site, deployment };
   });
-  wake?.();
   return { success: true, deployment: toDeploymentDto(deployment, site, deps.config.sitesDomain) };
 }
 
@@ -94,7 +104,7 @@ export async function deploy(ctx: ActorContext, input: TDeployInput): Promise<TD
  * deployments) agree even while a build ends.
  */
 function inOneSnapshot<T>(ctx: ActorContext, read: (em: Em) => Promise<T>): Promise<T> {
-  return repositoryOf(ctx.deps).snapshot(ctx.em, read);
+  return repositoryOf(ctx.deps, 'hosting').snapshot(ctx.em, read);
 }
 
 export async function listDeployments(
@@ -104,7 +114,7 @@ export async function listDeployments(
   const request = pageRequest(input);
   const { site, page } = await inOneSnapshot(ctx, async (em) => {
     const site = await findSiteOrThrow({ em, actor: ctx.actor, deps: ctx.deps }, input.id);
-    const page = await repositoryOf(ctx.deps).listDeployments(em, site.id, input.status, request);
+    const page = await repositoryOf(ctx.deps, 'hosting').listDeployments(em, site.id, input.status, request);
     return { site, page };
   });
   const domain = ctx.deps.config.sitesDomain;
@@ -121,7 +131,10 @@ export async function getDeployment(
 ): Promise<TDeploymentOutput> {
   const { site, d } = await inOneSnapshot(ctx, async (em) => {
     const site = await findSiteOrThrow({ em, actor: ctx.actor, deps: ctx.deps }, input.id);
-    return { site, d: await findDeploymentOrThrow(repositoryOf(ctx.deps), em, site, input.deployment_id) };
+    return {
+      site,
+      d: await findDeploymentOrThrow(repositoryOf(ctx.deps, 'hosting'), em, site, input.deployment_id),
+    };
   });
   return { success: true, deployment: toDeploymentDto(d, site, ctx.deps.config.sitesDomain) };
 }
@@ -141,7 +154,7 @@ function resumeAfter(lastEventId: string | undefined): number | undefined {
  */
 export async function getLogs(ctx: ActorContext, input: TLogsInput): Promise<TLogsOutput> {
   const { deps } = ctx;
-  const repository = repositoryOf(deps);
+  const repository = repositoryOf(deps, 'hosting');
   const site = await findSiteOrThrow(ctx, input.id);
   const d = await findDeploymentOrThrow(repository, ctx.em, site, input.deployment_id);
   const status = d.status;
@@ -171,18 +184,18 @@ export async function cancelDeployment(
 ): Promise<TDeploymentOutput> {
   const { deps } = ctx;
   const paceMs = buildPaceMs(deps);
-  const repository = repositoryOf(deps);
-  const { site, deployment, event, wake } = await repository.transaction(ctx.em, async (tx) => {
+  const repository = repositoryOf(deps, 'hosting');
+  const { site, deployment, event } = await repository.transaction(ctx.em, async (tx) => {
     const site = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, { lock: true });
     const d = await findDeploymentOrThrow(repository, tx, site, input.deployment_id);
     const wasBuilding = d.status === 'building';
     const now = deps.clock.now();
     // Refused (409) unless queued or building, before anything is written (deployment-state.ts).
     assertCanTransition(d, 'canceled');
-    const lines = await repository.appendLogLines(
+    const lines = await appendBuildLog(
+      deps,
       tx,
-      d.id,
-      d.logSeq,
+      d,
       [
         {
           stream: 'stdout',
@@ -191,23 +204,21 @@ export async function cancelDeployment(
       ],
       now,
     );
-    d.logSeq += lines.length;
     completeDeployment(tx, deps, site, d, 'canceled', 'Canceled by request', now);
     const event: LogEvent = { deploymentId: d.id, lines, status: 'canceled' };
-    await deps.modules.hosting.logHub.announce(tx, event);
+    await runtimeOf(deps, 'hosting').logHub.announce(tx, event);
     // The step of the canceled build that is queued no longer applies; the next deployment starts in its own time.
-    const wake = wasBuilding ? await startNextBuild(deps, tx, site, paceMs) : undefined;
-    return { site, deployment: d, event, wake };
+    if (wasBuilding) await startNextBuild(deps, tx, site, paceMs);
+    return { site, deployment: d, event };
   });
-  deps.modules.hosting.logHub.publish(event);
-  wake?.();
+  runtimeOf(deps, 'hosting').logHub.publish(event);
   return { success: true, deployment: toDeploymentDto(deployment, site, deps.config.sitesDomain) };
 }
 
 /** An earlier `success` deployment of the site becomes live again, without a build (anything else: 409). */
 export async function rollback(ctx: ActorContext, input: TRollbackInput): Promise<TSiteOutput> {
   const { deps } = ctx;
-  const repository = repositoryOf(deps);
+  const repository = repositoryOf(deps, 'hosting');
   const site = await repository.transaction(ctx.em, async (tx) => {
     const site = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, {
       lock: true,

@@ -1,3 +1,4 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import type { AppDeps } from '../../kit/deps.js';
 
 /**
@@ -7,7 +8,7 @@ import type { AppDeps } from '../../kit/deps.js';
  */
 const FLUSH_MS = 2000;
 
-/** What this process's edge served and has not written yet (`deps.modules.hosting.traffic`). */
+/** What this process's edge served and has not written yet (`runtimeOf(deps, 'hosting').traffic`). */
 export interface EdgeTrafficCounters {
   pending: Map<string, { requests: number; bytes: number }>;
   timer: NodeJS.Timeout | undefined;
@@ -18,7 +19,7 @@ export function newEdgeTrafficCounters(): EdgeTrafficCounters {
 }
 
 function counters(deps: AppDeps): EdgeTrafficCounters {
-  return deps.modules.hosting.traffic;
+  return runtimeOf(deps, 'hosting').traffic;
 }
 
 export function recordEdgeTraffic(deps: AppDeps, siteId: string, requests: number, bytes: number): void {
@@ -45,7 +46,7 @@ export async function flushEdgeTraffic(deps: AppDeps): Promise<void> {
   });
   c.pending.clear();
   try {
-    await deps.modules.hosting.repository.addEdgeTraffic(rows);
+    await repositoryOf(deps, 'hosting').addEdgeTraffic(rows);
   } catch (err) {
     deps.log.warn({ err }, 'could not record edge traffic');
   }
@@ -57,5 +58,5 @@ export async function edgeTraffic24h(
   siteId: string,
   now: Date,
 ): Promise<{ requests: number; bytes: number }> {
-  return deps.modules.hosting.repository.edgeTrafficSince(siteId, new Date(now.getTime() - 86_400_000));
+  return repositoryOf(deps, 'hosting').edgeTrafficSince(siteId, new Date(now.getTime() - 86_400_000));
 }

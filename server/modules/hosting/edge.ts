@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
+import { createReadStream } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { posix } from 'node:path';
@@ -8,6 +9,7 @@ import send from 'send';
 import type { AppDeps } from '../../kit/deps.js';
 import type { ArtifactFile, ArtifactManifest, ArtifactStore } from './artifact-store.js';
 import { SHORT_ID_LENGTH } from './hosting.constants.js';
+import { domainProblem } from './hosting.schema.js';
 import { recordEdgeTraffic } from './edge-traffic.js';
 
 /**
@@ -24,8 +26,17 @@ import { recordEdgeTraffic } from './edge-traffic.js';
 
 /** Which deployment a host serves, remembered this long (a rollback in this process clears it at once). */
 const ROUTE_TTL_MS = 1000;
+/**
+ * A host that serves nothing, remembered this long: a flood of requests for unknown hosts costs one query per host
+ * and period, not one per request. A change in this process (a site created, changed, deleted, a domain verified,
+ * something going live) clears it at once; in other processes a host starts being served within this time.
+ */
+export const UNKNOWN_HOST_TTL_MS = 5000;
+/** Hosts remembered at most (known and unknown together); the oldest go first. */
 const MAX_ROUTES = 10_000;
 const MAX_MANIFESTS = 500;
+/** Files of all the manifests kept in memory together (an artifact has at most 20,000: artifact-store.ts). */
+const MAX_MANIFEST_FILES = 200_000;
 
 export interface Route {
   siteId: string;
@@ -36,20 +47,31 @@ export interface Route {
 const FINGERPRINTED =
   /[.-][0-9a-zA-Z_]{8,}\.(?:m?js|css|woff2?|ttf|otf|eot|png|jpe?g|gif|webp|avif|svg|ico|map|wasm)$/;
 
-/** Which deployment each host served lately, in this process (`deps.modules.hosting.edgeRoutes`). */
+/** Which deployment each host served lately, in this process (`runtimeOf(deps, 'hosting').edgeRoutes`). */
 export type EdgeRouteCache = Map<string, { route: Route | null; expires: number }>;
 
 function routeCache(deps: AppDeps): EdgeRouteCache {
-  return deps.modules.hosting.edgeRoutes;
+  return runtimeOf(deps, 'hosting').edgeRoutes;
 }
 
-/** Something changed which deployment a host serves (a rollback, a new live deployment, a deleted site). */
+/** How many times each cache was cleared: a lookup that began before a clear is not remembered after it. */
+const cacheEpochs = new WeakMap<EdgeRouteCache, number>();
+
+/**
+ * Something changed which deployment a host serves (a rollback, a new live deployment, a site created, changed or
+ * deleted, a domain verified).
+ */
 export function edgeRoutesChanged(deps: AppDeps): void {
-  routeCache(deps).clear();
+  const cache = routeCache(deps);
+  cache.clear();
+  cacheEpochs.set(cache, (cacheEpochs.get(cache) ?? 0) + 1);
 }
 
 export class Edge {
   private readonly manifests = new Map<string, ArtifactManifest | null>();
+  /** Lookups under way, by host: concurrent requests for one host share one query. */
+  private readonly lookups = new Map<string, { epoch: number; route: Promise<Route | null> }>();
+  private manifestFiles = 0;
   private server: http.Server | undefined;
 
   constructor(
@@ -90,18 +112,37 @@ export class Edge {
     if (!host || host.length > 253) return null;
     const cache = routeCache(this.deps);
     const hit = cache.get(host);
-    const now = Date.now();
-    if (hit && hit.expires > now) return hit.route;
-    const route = await this.lookUp(host);
-    if (cache.size >= MAX_ROUTES) cache.clear();
-    cache.set(host, { route, expires: now + ROUTE_TTL_MS });
+    if (hit && hit.expires > Date.now()) return hit.route;
+    const epoch = cacheEpochs.get(cache) ?? 0;
+    let lookup = this.lookups.get(host);
+    if (!lookup || lookup.epoch !== epoch) {
+      const started = {
+        epoch,
+        route: this.lookUp(host).finally(() => {
+          if (this.lookups.get(host) === started) this.lookups.delete(host);
+        }),
+      };
+      this.lookups.set(host, started);
+      lookup = started;
+    }
+    const route = await lookup.route;
+    // Remembered unless the routes changed meanwhile (what was read may be from before the change).
+    if ((cacheEpochs.get(cache) ?? 0) === epoch) {
+      cache.delete(host);
+      while (cache.size >= MAX_ROUTES) cache.delete(cache.keys().next().value!);
+      cache.set(host, { route, expires: Date.now() + (route ? ROUTE_TTL_MS : UNKNOWN_HOST_TTL_MS) });
+    }
     return route;
   }
 
   private async lookUp(host: string): Promise<Route | null> {
-    const repository = this.deps.modules.hosting.repository;
+    const repository = repositoryOf(this.deps, 'hosting');
     const suffix = `.${this.deps.config.sitesDomain}`;
-    if (!host.endsWith(suffix)) return repository.liveRoute('domain', host);
+    if (!host.endsWith(suffix)) {
+      // Only a host name a site could have as its domain is looked up (not an address, not a malformed name).
+      if (domainProblem(host)) return null;
+      return repository.liveRoute('domain', host);
+    }
     const label = host.slice(0, -suffix.length);
     if (!/^[a-z0-9-]{1,63}$/.test(label)) return null;
     const preview = new RegExp(`^(.+)-([0-9a-z]{${SHORT_ID_LENGTH}})$`).exec(label);
@@ -118,8 +159,18 @@ export class Edge {
     const m = await this.store.manifest(deploymentId);
     // Artifacts never change once written; a missing one may appear (a build finishing), so it is not remembered.
     if (m) {
-      if (this.manifests.size >= MAX_MANIFESTS) this.manifests.delete(this.manifests.keys().next().value!);
+      const files = Object.keys(m.files).length;
+      // Oldest first, until both the count and the files kept fit.
+      while (
+        this.manifests.size > 0 &&
+        (this.manifests.size >= MAX_MANIFESTS || this.manifestFiles + files > MAX_MANIFEST_FILES)
+      ) {
+        const [oldest, old] = this.manifests.entries().next().value!;
+        this.manifests.delete(oldest);
+        this.manifestFiles -= old ? Object.keys(old.files).length : 0;
+      }
       this.manifests.set(deploymentId, m);
+      this.manifestFiles += files;
     }
     return m;
   }
@@ -137,10 +188,10 @@ export class Edge {
       plain(res, 404, 'Not found: no site is served at this address');
       return;
     }
-    const url = new URL(req.url ?? '/', 'http://edge');
+    const target = requestTarget(req.url);
     let path: string;
     try {
-      path = decodeURIComponent(url.pathname);
+      path = decodeURIComponent(target.pathname);
     } catch {
       plain(res, 400, 'Bad request');
       return;
@@ -155,7 +206,8 @@ export class Edge {
     const servedPath = path.endsWith('/') ? `${path}index.html` : path;
     if (!file && !path.endsWith('/') && manifest.files[`${path}/index.html`]) {
       res.statusCode = 301;
-      res.setHeader('Location', `${url.pathname}/${url.search}`);
+      // Built from the path that matched, never from what the client sent: relative, one leading slash.
+      res.setHeader('Location', `${encodePath(path)}/${target.search}`);
       res.end();
       this.count(route, res, 0);
       return;
@@ -163,13 +215,7 @@ export class Edge {
     if (!file) {
       const notFound = manifest.files['/404.html'];
       if (notFound) {
-        const body = await readFile(this.store.contentPath(notFound.hash));
-        res.statusCode = 404;
-        res.setHeader('Content-Type', 'text/html; charset=utf-8');
-        res.setHeader('Cache-Control', 'public, max-age=0, must-revalidate');
-        res.setHeader('Content-Length', body.length);
-        res.end(req.method === 'HEAD' ? undefined : body);
-        this.count(route, res, req.method === 'HEAD' ? 0 : body.length);
+        this.sendNotFoundPage(req, res, route, notFound);
         return;
       }
       plain(res, 404, 'Not found');
@@ -215,9 +261,75 @@ export class Edge {
     stream.pipe(res);
   }
 
+  /**
+   * The site's own 404 page, streamed from the store like any file (never read whole: many 404s of a large page at
+   * once cost a buffer each, not the page each).
+   */
+  private sendNotFoundPage(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    route: Route,
+    page: ArtifactFile,
+  ): void {
+    res.statusCode = 404;
+    res.setHeader('Content-Type', 'text/html; charset=utf-8');
+    res.setHeader('Cache-Control', 'public, max-age=0, must-revalidate');
+    res.setHeader('Content-Length', page.size);
+    if (req.method === 'HEAD') {
+      res.end();
+      this.count(route, res, 0);
+      return;
+    }
+    let sent = 0;
+    const stream = createReadStream(this.store.contentPath(page.hash));
+    stream.on('data', (chunk) => (sent += chunk.length));
+    stream.on('error', (err) => {
+      this.deps.log.error({ err }, 'edge could not read a 404 page');
+      if (!res.headersSent) plain(res, 500, 'Error');
+      else res.destroy();
+    });
+    res.on('close', () => stream.destroy());
+    res.on('finish', () => this.count(route, res, sent));
+    stream.pipe(res);
+  }
+
   private count(route: Route, _res: http.ServerResponse, bytes: number) {
     recordEdgeTraffic(this.deps, route.siteId, 1, bytes);
   }
+}
+
+/**
+ * The path and query of a request target as sent (`/a//b?x`). Not through `new URL(…, base)`, which would read
+ * `//evil.example/x` as another host and drop `.` segments before the path is decoded.
+ */
+function requestTarget(raw: string | undefined): { pathname: string; search: string } {
+  let target = raw || '/';
+  // The absolute form (`GET http://host/path`): its path only.
+  if (/^https?:\/\//i.test(target)) {
+    try {
+      const u = new URL(target);
+      target = `${u.pathname}${u.search}`;
+    } catch {
+      target = '/';
+    }
+  }
+  const q = target.indexOf('?');
+  const pathname = q < 0 ? target : target.slice(0, q);
+  const search = q < 0 ? '' : target.slice(q).replace(/[^\x21-\x7e]/g, encodeURIComponent);
+  return { pathname: pathname.startsWith('/') ? pathname : `/${pathname}`, search };
+}
+
+/**
+ * A normalised path (`/docs`) as a URL path, every segment percent-encoded: a redirect to it is relative and starts
+ * with exactly one `/`, since a segment is never empty and `\` (which browsers read as `/`) is encoded.
+ */
+function encodePath(path: string): string {
+  const encoded = path
+    .split('/')
+    .filter((segment) => segment !== '')
+    .map((segment) => encodeURIComponent(segment))
+    .join('/');
+  return `/${encoded}`;
 }
 
 function pickEncoding(accept: string | undefined, file: ArtifactFile): 'br' | 'gzip' | undefined {

@@ -7,8 +7,8 @@ import type { StoredEnvironment } from './site-environment.js';
 
 /**
  * A site deployed from a Git repository. Its own address is `https://<slug>.<SITES_DOMAIN>`; `domain` is an optional
- * custom domain, unique across every organization. The build queue of the site is serialised on this row (see
- * hosting.jobs.ts): `buildTicket` names the one job chain allowed to move its builds on.
+ * custom domain, served and unique across every organization once verified (docs/sites.md, "Custom domains"). The build queue of the site is serialised on this row (see
+ * builds.service.ts): `buildTicket` names the one job chain allowed to move its builds on.
  */
 export const HostingSiteSchema = defineEntity({
   name: 'HostingSite',
@@ -37,11 +37,18 @@ export const HostingSiteSchema = defineEntity({
       expression:
         'create index "hosting_sites_organization_index" on "hosting_sites" ("organization_id", "created_at" desc, "id" desc)',
     },
+    // The sites claiming a domain, verified or not (a create or a change looks for a verified one among them).
+    { name: 'hosting_sites_domain_index', properties: ['domain'] },
   ],
   uniques: [
     { name: 'hosting_sites_slug_unique', properties: ['slug'] },
-    // A custom domain belongs to one site of the whole platform; deleting the site frees it.
-    { name: 'hosting_sites_domain_unique', properties: ['domain'] },
+    // A verified custom domain belongs to one site of the whole platform (pending claims do not count); deleting the
+    // site, or changing its domain, frees it. The edge finds a verified domain's site through it.
+    {
+      name: 'hosting_sites_verified_domain_unique',
+      expression:
+        'create unique index "hosting_sites_verified_domain_unique" on "hosting_sites" ("domain") where "domain_verified_at" is not null',
+    },
   ],
   properties: {
     organization: () => p.manyToOne(Organization).deleteRule('cascade'),
@@ -50,8 +57,12 @@ export const HostingSiteSchema = defineEntity({
     name: p.string().length(100),
     /** Label of the site's own address; unique across every organization, kept when the site is renamed. */
     slug: p.string().length(63),
-    /** Custom domain: unique across every organization while the site exists (its row holds it). */
+    /** Custom domain: served, and unique across every organization, once verified (`domainVerifiedAt`). */
     domain: p.string().length(253).nullable(),
+    /** The TXT value that proves the domain is the site owner's: random, made anew whenever `domain` changes. */
+    domainVerificationToken: p.string().length(64).nullable(),
+    /** When the TXT record was found (the domain is served from then on); null while pending. */
+    domainVerifiedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
     gitRepo: p.string().length(2048),
     branch: p.string().length(255),
     framework: p.enum(FRAMEWORKS),

@@ -4,7 +4,7 @@ import type { Framework, LogStream, NodeVersion } from './hosting.constants.js';
  * The builder (`BUILDER`, docs/hosting.md): the simulated one (simulated-hosting.driver.ts, the test mode) or real
  * builds on this machine (local-hosting.driver.ts).
  *
- * The simulated build is a fixed number of steps. The job queue runs one step at a time (hosting.jobs.ts): step 0 when the
+ * The simulated build is a fixed number of steps. The job queue runs one step at a time (builds.service.ts): step 0 when the
  * deployment starts building, the next ones spread over `PROVISIONING_DELAY_MS`, each in a job of its own, so a
  * build survives a restart between two steps. A step may run again after a crash, so it must not assume it ran
  * once: what it returns is written only if the build is still at that step.
@@ -18,7 +18,7 @@ export interface SteppedHostingDriver {
 
 /**
  * A real builder (local-hosting.driver.ts): a build is one long process whose output streams as it comes. The job
- * chain (hosting.jobs.ts) starts it in the background, writes its lines as they arrive, and ends the deployment
+ * chain (builds.service.ts) starts it in the background, writes its lines as they arrive, and ends the deployment
  * with its result; `signal` aborts it (cancel, the site deleted, the process stopping).
  */
 export interface ProcessHostingDriver {

@@ -9,7 +9,12 @@ import {
 import type { HostingDeployment } from './hosting-deployment.entity.js';
 import type { HostingSite } from './hosting-site.entity.js';
 import { humanBytes, siteMetrics } from './hosting.simulation.js';
-import type { TDeployment, TSite, TSiteDetail } from './hosting.schema.js';
+import {
+  DOMAIN_VERIFICATION_PREFIX,
+  type TDeployment,
+  type TSite,
+  type TSiteDetail,
+} from './hosting.schema.js';
 
 /** The characters of a deployment id that name it in its address. */
 export function shortId(deploymentId: string): string {
@@ -31,6 +36,8 @@ export interface SiteView {
   name: string;
   slug: string;
   domain?: string | null;
+  domainVerificationToken?: string | null;
+  domainVerifiedAt?: Date | null;
   status: SiteStatus;
   sslEnabled: boolean;
   framework: Framework;
@@ -44,11 +51,25 @@ export interface SiteView {
   updatedAt: Date;
 }
 
+/** The TXT record that verifies a site's custom domain (docs/sites.md, "Custom domains"), and where it stands. */
+export function domainVerification(s: SiteView): TSite['domain_verification'] {
+  if (!s.domain || !s.domainVerificationToken) return null;
+  return {
+    status: s.domainVerifiedAt ? 'verified' : 'pending',
+    record: {
+      type: 'TXT',
+      name: `${DOMAIN_VERIFICATION_PREFIX}.${s.domain}`,
+      value: s.domainVerificationToken,
+    },
+  };
+}
+
 export function toSiteDto(s: SiteView, sitesDomain: string): TSite {
   return {
     id: s.id,
     name: s.name,
     domain: s.domain ?? null,
+    domain_verification: domainVerification(s),
     status: s.status,
     ssl_enabled: s.sslEnabled,
     region: SITE_REGION,

@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { runtimeOf } from '../../kit/runtime.js';
 import type { Config } from '../../config.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { defineModule, type ModuleManifest, type RunningWorker } from '../../kit/module.js';
@@ -8,7 +8,8 @@ import { HostingBuildLog } from './hosting-build-log.entity.js';
 import { HostingDeployment } from './hosting-deployment.entity.js';
 import type { HostingDriver } from './hosting.driver.js';
 import { hostingDeploymentFailed, hostingDeploymentSucceeded } from './hosting.events.js';
-import { hostingBuildJob, hostingCollectArtifactsJob, resumeBuilds } from './hosting.jobs.js';
+import { resumeBuilds } from './builds.service.js';
+import { hostingBuildJob, hostingCollectArtifactsJob } from './hosting.jobs.js';
 import { Edge, type EdgeRouteCache } from './edge.js';
 import { flushEdgeTraffic, newEdgeTrafficCounters, type EdgeTrafficCounters } from './edge-traffic.js';
 import { stopProcessBuilds, type RunningBuilds } from './process-builds.js';
@@ -18,6 +19,7 @@ import { hostingUsageReporter } from './hosting.usage.js';
 import { HostingUsageRecord } from './hosting-usage-record.entity.js';
 import { Migration20261121000060_hosting } from './migrations/Migration20261121000060_hosting.js';
 import { Migration20261126000061_hosting_builds } from './migrations/Migration20261126000061_hosting_builds.js';
+import { Migration20261207000010_hosting_domain_verification } from './migrations/Migration20261207000010_hosting_domain_verification.js';
 import { encryptClearEnvironments } from './site-environment.js';
 import { SimulatedHostingDriver } from './simulated-hosting.driver.js';
 import { LocalHostingDriver } from './local-hosting.driver.js';
@@ -50,6 +52,12 @@ export interface HostingRuntime {
   readonly edge: { readonly server: Edge | undefined; port: number | undefined };
 }
 
+declare module '../../kit/deps.js' {
+  interface ModuleRuntimes {
+    hosting: HostingRuntime;
+  }
+}
+
 /** The builder `BUILDER` names: the simulated one (the test mode) or real builds here (docs/hosting.md). */
 function createDriver(config: Config, artifacts: ArtifactStore): HostingDriver {
   const policy = { allowPrivate: config.webhook.allowPrivateTargets };
@@ -60,24 +68,21 @@ function createDriver(config: Config, artifacts: ArtifactStore): HostingDriver {
     timeoutMs: config.hosting.buildTimeoutMs,
     concurrency: config.hosting.buildConcurrency,
     store: artifacts,
-    // What a build must never see: the API's data (secrets included), the artifacts, its configuration files.
-    hideDirs: [resolve(config.dataDir), resolve(config.hosting.artifactsDir)],
-    hideFiles: [
-      resolve('.env'),
-      ...(config.tls ? [resolve(config.tls.keyFile), resolve(config.tls.certFile)] : []),
-    ],
+    // A build sees an allow-list of the host, never the API's data or configuration (docs/hosting.md, "The sandbox").
+    memoryLimit: config.hosting.buildMemoryLimit,
+    diskLimit: config.hosting.buildDiskLimit,
   });
 }
 
 /** The port the edge of this process listens on (tests give EDGE_PORT=0), if it serves. */
 export function edgePort(deps: AppDeps): number | undefined {
-  return deps.modules.hosting.edge.port;
+  return runtimeOf(deps, 'hosting').edge.port;
 }
 
 /** The name of the worker that resumes builds at start and relays build log notifications. */
 export const HOSTING_BUILDS_WORKER = 'hosting.builds';
 
-// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+// Typed by its name and runtime (not inferred): server/modules.ts checks them against `ModuleRuntimes` above.
 export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineModule({
   name: 'hosting',
   router: hostingRouter,
@@ -101,6 +106,10 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
   migrations: [
     { name: 'Migration20261121000060_hosting', class: Migration20261121000060_hosting },
     { name: 'Migration20261126000061_hosting_builds', class: Migration20261126000061_hosting_builds },
+    {
+      name: 'Migration20261207000010_hosting_domain_verification',
+      class: Migration20261207000010_hosting_domain_verification,
+    },
   ],
   jobs: [hostingBuildJob, hostingCollectArtifactsJob],
   workers: [
@@ -108,13 +117,16 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
       name: HOSTING_BUILDS_WORKER,
       async start(deps: AppDeps): Promise<RunningWorker> {
         // One LISTEN connection per process for every follower of a build log (PostgreSQL).
-        const hub = deps.modules.hosting.logHub;
+        const hub = runtimeOf(deps, 'hosting').logHub;
         await hub.start();
-        // Builds a stop or a crash interrupted go on (hosting.jobs.ts).
+        // What the builds of a crashed API left behind goes before any build starts (docs/hosting.md, "The sandbox").
+        const driver = runtimeOf(deps, 'hosting').driver;
+        if (driver instanceof LocalHostingDriver) await driver.removeStale();
+        // Builds a stop or a crash interrupted go on (builds.service.ts).
         await resumeBuilds(deps);
         // The edge, when this process serves sites (EDGE_PORT).
         const edgeConfig = deps.config.hosting.edge;
-        const runtime = deps.modules.hosting.edge;
+        const runtime = runtimeOf(deps, 'hosting').edge;
         const edge = runtime.server;
         if (edge && edgeConfig) {
           const address = await edge.listen(edgeConfig.port, edgeConfig.host);
@@ -136,7 +148,7 @@ export const hostingModule: ModuleManifest<'hosting', HostingRuntime> = defineMo
   // Deleting a user moves their sites to the user who deleted them (deployments and logs follow their site).
   ownedResources: [{ table: HOSTING_TABLES.sites }],
   encryptAtRest: encryptClearEnvironments,
-  atRest: [{ table: HOSTING_TABLES.sites, column: 'environment_variables', key: 'twoFactor', json: true }],
+  atRest: [{ table: HOSTING_TABLES.sites, column: 'environment_variables', key: 'secrets', json: true }],
   // Its tables, named from the entities (hosting.repository.ts).
   organizationRows: HOSTING_ORGANIZATION_ROWS,
   usage: [

@@ -6,12 +6,12 @@ import { ownedBy } from '../../access/scope.js';
 import { User } from '../../access/user.entity.js';
 import { countedRows, type ListCountSpec } from '../../db/list-counts.js';
 import type { Em } from '../../db/orm.js';
-import { findPage } from '../../db/pagination.js';
+import { findPage, type Paged } from '../../db/pagination.js';
 import { epochMs, findRawPage, fromEpochMs as ms, type RawPageSpec } from '../../db/raw-page.js';
 import type { EventDefinition } from '../../events/define-event.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { OrganizationRows } from '../../kit/module.js';
-import { assertWithinPlan } from '../../kit/plan-limit.js';
+import { lockOrganizationPlan, lockPlanCounter, type OrganizationPlan } from '../../kit/plan-limit.js';
 import type { PageRequest } from '../../lib/pagination.js';
 import { UNFINISHED_STATUSES } from './deployment-state.js';
 import { HostingBuildLogSchema } from './hosting-build-log.entity.js';
@@ -32,10 +32,10 @@ import type { SiteView } from './hosting.dto.js';
 import type { TLogLine } from './hosting.schema.js';
 
 /**
- * Every read and write of the hosting module's tables (docs/hosting.md, "Data access"): the services, the build
+ * Every read and write of the hosting module's tables (docs/hosting.md, "Inside the module"): the services, the build
  * chain, the edge and the manifest go through a {@link HostingRepository}, never through the ORM or SQL themselves.
  * The process gets the MikroORM one ({@link MikroOrmHostingRepository}) from the module's `create`
- * (`deps.modules.hosting.repository`); a unit test gives a service an in-memory one
+ * (`repositoryOf(deps, 'hosting')`); a unit test gives a service an in-memory one
  * (tests/modules/hosting/in-memory-hosting.repository.ts).
  *
  * A unit of work is an `Em` to the caller: opaque, handed back to the repository (and to the kit's functions that
@@ -53,6 +53,8 @@ export const HOSTING_TABLES = {
 } as const;
 
 const T = HOSTING_TABLES;
+/** The first key of the advisory lock of an organization's builds (the second is its id's hash). */
+const BUILD_SHARE_LOCK = 0x6275696c;
 
 /** A site list's filter, already scoped (the caller's organization, a user's sites, the list's filters). */
 export interface SiteListFilter {
@@ -64,12 +66,6 @@ export interface SiteListFilter {
   none?: boolean;
 }
 
-export interface Page<T> {
-  items: T[];
-  total: number;
-  hasMore: boolean;
-}
-
 /** What a new site row holds (the rest is defaulted). */
 export interface NewSite {
   id: string;
@@ -79,6 +75,8 @@ export interface NewSite {
   name: string;
   slug: string;
   domain: string | null;
+  /** The TXT value that verifies `domain` (null without one). */
+  domainVerificationToken: string | null;
   gitRepo: string;
   branch: string;
   framework: Framework;
@@ -137,9 +135,17 @@ export interface HostingRepository {
   lockSite(tx: Em, id: string, opts?: { withEnvironment?: boolean }): Promise<HostingSite | null>;
   /** The site `id`, unlocked, with its environment (the build chain's first look). */
   siteForBuild(em: Em, id: string): Promise<HostingSite | null>;
-  listSites(em: Em, filter: SiteListFilter, page: PageRequest): Promise<Page<SiteView>>;
-  /** Run first when creating a site: the owner still exists (share lock) and the plan allows one more (402). */
-  assertCanCreateSite(tx: Em, deps: AppDeps, actor: Actor): Promise<void>;
+  listSites(em: Em, filter: SiteListFilter, page: PageRequest): Promise<Paged<SiteView>>;
+  /** The user's row, share-locked to the commit (a user deleted meanwhile cannot create: 401); run first in a create. */
+  lockOwner(tx: Em, userId: string): Promise<void>;
+  /** The organization's plan, share-locked to the commit (kit/plan-limit.ts): a plan change waits for the creates. */
+  lockPlan(tx: Em, organizationId: string): Promise<OrganizationPlan>;
+  /**
+   * The organization's sites as the plan counts them (`hosting_sites`), after queuing on its creates of sites (an
+   * advisory lock held to the commit): each create counts what the ones before it committed.
+   */
+  lockedSiteCount(tx: Em, deps: AppDeps, organizationId: string): Promise<number>;
+  /** True when a site other than `exceptSiteId` has verified `domain` (pending claims do not count). */
   domainTaken(tx: Em, domain: string, exceptSiteId?: string): Promise<boolean>;
   /** Creates of sites with the same slug base queue here until the transaction ends. */
   lockSlugBase(tx: Em, base: string): Promise<void>;
@@ -156,6 +162,12 @@ export interface HostingRepository {
   /** The site's deployments in one of `statuses`, oldest first. */
   deploymentsIn(em: Em, siteId: string, statuses: readonly DeploymentStatus[]): Promise<HostingDeployment[]>;
   countDeployments(em: Em, siteId: string, statuses: readonly DeploymentStatus[]): Promise<number>;
+  /**
+   * The organization's share of the builders, under a lock on its builds held to the end of `tx` (two of its sites
+   * starting at once count each other): how many of its deployments are `building` (every site, every process), and
+   * whether another organization with none building has a deployment `queued` (docs/hosting.md, "Sharing the builders").
+   */
+  buildShare(tx: Em, organizationId: string): Promise<{ building: number; othersWaiting: boolean }>;
   /** Ids of every deployment of the site (their artifacts go when the site does). */
   deploymentIds(em: Em, siteId: string): Promise<string[]>;
   /** Which of `ids` are deployments that still exist (any site, any organization). */
@@ -166,7 +178,7 @@ export interface HostingRepository {
     siteId: string,
     status: DeploymentStatus | undefined,
     page: PageRequest,
-  ): Promise<Page<HostingDeployment>>;
+  ): Promise<Paged<HostingDeployment>>;
   /** The deployment's status as committed now (a fresh read); null when it is gone. */
   deploymentStatus(id: string): Promise<DeploymentStatus | null>;
   /** Sites with a queued or building deployment. */
@@ -198,7 +210,7 @@ export interface HostingRepository {
   recordEvent<P>(tx: Em, event: EventDefinition<P>, payload: P, organizationId: string, now: Date): void;
 
   // ---------- the edge ----------
-  /** The live deployment of the site whose `slug` or custom `domain` is `value`. */
+  /** The live deployment of the site whose `slug` or verified custom `domain` is `value`. */
   liveRoute(by: 'slug' | 'domain', value: string): Promise<EdgeRoute | null>;
   /** The successful deployment `dep_<shortId>…` of the site `slug` (a preview address). */
   previewRoute(slug: string, shortId: string): Promise<EdgeRoute | null>;
@@ -219,7 +231,8 @@ export interface HostingRepository {
 const SITE_LIST: RawPageSpec = {
   table: T.sites,
   select: `
-    id, name, slug, domain, status, ssl_enabled, framework, git_repo, branch, user_id,
+    id, name, slug, domain, domain_verification_token, ${epochMs('domain_verified_at')} as verified_ms,
+    status, ssl_enabled, framework, git_repo, branch, user_id,
     live_deployment_id, ${epochMs('live_deployment_at')} as live_ms, preview_deployment_id,
     ${epochMs('created_at')} as created_ms, ${epochMs('updated_at')} as updated_ms`,
   columns: {
@@ -244,6 +257,8 @@ interface SiteListRow {
   name: string;
   slug: string;
   domain: string | null;
+  domain_verification_token: string | null;
+  verified_ms: number | string | null;
   status: SiteStatus;
   ssl_enabled: boolean;
   framework: Framework;
@@ -263,6 +278,8 @@ function toSiteView(r: SiteListRow): SiteView {
     name: r.name,
     slug: r.slug,
     domain: r.domain,
+    domainVerificationToken: r.domain_verification_token,
+    domainVerifiedAt: ms(r.verified_ms),
     status: r.status,
     sslEnabled: r.ssl_enabled,
     framework: r.framework,
@@ -330,7 +347,7 @@ export class MikroOrmHostingRepository extends MikroOrmRepository implements Hos
     return em.findOne(HostingSite, id, { populate: ['environmentVariables'] as never });
   }
 
-  async listSites(em: Em, filter: SiteListFilter, page: PageRequest): Promise<Page<SiteView>> {
+  async listSites(em: Em, filter: SiteListFilter, page: PageRequest): Promise<Paged<SiteView>> {
     const where: Record<string, unknown> = { organization: filter.organizationId };
     if (filter.userId) where.user = filter.userId;
     if (filter.none) where.id = { $in: [] };
@@ -340,13 +357,25 @@ export class MikroOrmHostingRepository extends MikroOrmRepository implements Hos
     return { total: found.total, hasMore: found.hasMore, items: found.rows.map(toSiteView) };
   }
 
-  async assertCanCreateSite(tx: Em, deps: AppDeps, actor: Actor): Promise<void> {
-    await lockOwner(tx, actor.userId);
-    await assertWithinPlan(tx, deps, actor.organizationId, 'hosting_sites');
+  lockOwner(tx: Em, userId: string): Promise<void> {
+    return lockOwner(tx, userId);
+  }
+
+  lockPlan(tx: Em, organizationId: string): Promise<OrganizationPlan> {
+    return lockOrganizationPlan(tx, organizationId);
+  }
+
+  async lockedSiteCount(tx: Em, deps: AppDeps, organizationId: string): Promise<number> {
+    await lockPlanCounter(tx, organizationId, 'hosting_sites');
+    return deps.registry.usage.current(tx, organizationId, 'hosting_sites', deps.clock.now());
   }
 
   async domainTaken(tx: Em, domain: string, exceptSiteId?: string): Promise<boolean> {
-    const n = await tx.count(HostingSite, { domain, ...(exceptSiteId ? { id: { $ne: exceptSiteId } } : {}) });
+    const n = await tx.count(HostingSite, {
+      domain,
+      domainVerifiedAt: { $ne: null },
+      ...(exceptSiteId ? { id: { $ne: exceptSiteId } } : {}),
+    });
     return n > 0;
   }
 
@@ -401,6 +430,25 @@ export class MikroOrmHostingRepository extends MikroOrmRepository implements Hos
     return em.count(HostingDeployment, { site: siteId, status: { $in: [...statuses] } });
   }
 
+  async buildShare(tx: Em, organizationId: string): Promise<{ building: number; othersWaiting: boolean }> {
+    // A transaction-scoped advisory lock: the organization's row stays free for everything else.
+    await tx.execute(`select pg_advisory_xact_lock(${BUILD_SHARE_LOCK}, hashtext(?))`, [organizationId]);
+    const [row] = await tx.execute<{ building: number | string; others: boolean }[]>(
+      `select
+         (select count(*) from "${T.deployments}" d join "${T.sites}" s on s."id" = d."site_id"
+           where s."organization_id" = ? and d."status" = 'building') as "building",
+         exists (
+           select 1 from "${T.deployments}" q join "${T.sites}" qs on qs."id" = q."site_id"
+            where q."status" = 'queued' and qs."organization_id" <> ?
+              and not exists (
+                select 1 from "${T.deployments}" b join "${T.sites}" bs on bs."id" = b."site_id"
+                 where b."status" = 'building' and bs."organization_id" = qs."organization_id")
+         ) as "others"`,
+      [organizationId, organizationId],
+    );
+    return { building: Number(row?.building ?? 0), othersWaiting: row?.others === true };
+  }
+
   async deploymentIds(em: Em, siteId: string): Promise<string[]> {
     const rows = await em.execute<{ id: string }[]>(
       `select "id" from "${T.deployments}" where "site_id" = ?`,
@@ -427,7 +475,7 @@ export class MikroOrmHostingRepository extends MikroOrmRepository implements Hos
     siteId: string,
     status: DeploymentStatus | undefined,
     page: PageRequest,
-  ): Promise<Page<HostingDeployment>> {
+  ): Promise<Paged<HostingDeployment>> {
     const filter = { site: siteId, ...(status ? { status } : {}) };
     return findPage(em, HostingDeployment, filter, page, { counted: { spec: DEPLOYMENT_COUNTS, filter } });
   }
@@ -506,7 +554,10 @@ export class MikroOrmHostingRepository extends MikroOrmRepository implements Hos
 
   async liveRoute(by: 'slug' | 'domain', value: string): Promise<EdgeRoute | null> {
     const rows = await this.fork().execute<{ id: string; live_deployment_id: string | null }[]>(
-      `select "id", "live_deployment_id" from "${T.sites}" where "${by === 'slug' ? 'slug' : 'domain'}" = ? limit 1`,
+      by === 'slug'
+        ? `select "id", "live_deployment_id" from "${T.sites}" where "slug" = ? limit 1`
+        : // A pending domain is not served (docs/sites.md, "Custom domains").
+          `select "id", "live_deployment_id" from "${T.sites}" where "domain" = ? and "domain_verified_at" is not null limit 1`,
       [value],
     );
     const r = rows[0];
@@ -634,6 +685,8 @@ export function newSiteFields(s: NewSite) {
     name: s.name,
     slug: s.slug,
     domain: s.domain,
+    domainVerificationToken: s.domainVerificationToken,
+    domainVerifiedAt: null,
     gitRepo: s.gitRepo,
     branch: s.branch,
     framework: s.framework,

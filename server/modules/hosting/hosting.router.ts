@@ -17,6 +17,7 @@ import {
   ZSiteIdInput,
   ZSiteOutput,
   ZUpdateSiteInput,
+  ZVerifyDomainInput,
 } from './hosting.schema.js';
 import * as deployments from './deployments.service.js';
 import * as sites from './sites.service.js';
@@ -50,11 +51,13 @@ const siteProcedures = router({
         description:
           'The site gets its address `https://<slug>.<SITES_DOMAIN>` (slug made from the name, unique) and ' +
           'framework defaults for `build_command` and `output_directory`. Nothing is built until ' +
-          '`POST /hosting/sites/{id}/deploy`. Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`.',
+          '`POST /hosting/sites/{id}/deploy`. A custom `domain` starts `pending` (`domain_verification` names the ' +
+          'TXT record to publish) and is served once verified with `POST /hosting/sites/{id}/domain/verify`. ' +
+          'Beyond the plan limit: 402 `PLAN_LIMIT_EXCEEDED`.',
       },
       errors: {
         PLAN_LIMIT_EXCEEDED: 'The plan allows no more sites; details name `{resource, limit, current}`',
-        CONFLICT: '`domain` is already used by another site',
+        CONFLICT: '`domain` is verified by another site',
       },
       successStatus: 201,
       location: '/hosting/sites/{site.id}',
@@ -87,9 +90,10 @@ const siteProcedures = router({
         summary: 'Change a site',
         description:
           'Fields given are changed; the others stay. `environment_variables` replaces the whole set. Changes ' +
-          'apply to the next deployment.',
+          'apply to the next deployment. A new `domain` starts `pending` with a new TXT value, and is not served ' +
+          'until verified.',
       },
-      errors: { CONFLICT: '`domain` is already used by another site' },
+      errors: { CONFLICT: '`domain` is verified by another site' },
     })
     .input(ZUpdateSiteInput)
     .output(ZSiteOutput)
@@ -109,6 +113,29 @@ const siteProcedures = router({
     .output(ZDeleteSiteOutput)
     .mutation(({ ctx, input }) => sites.deleteSite(ctx, input)),
 
+  verifyDomain: requirePermission('hosting:write')
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/hosting/sites/{id}/domain/verify',
+        tags,
+        summary: "Verify a site's custom domain",
+        description:
+          'Looks up the TXT record `_cloud-platform.<domain>` (`domain_verification.record`); when one of its ' +
+          'values is the site’s token, the domain becomes `verified` and the edge serves it. Pending claims of ' +
+          'the same domain by other sites stay pending. A verified domain answers at once, unchanged.',
+      },
+      errors: {
+        DOMAIN_NOT_VERIFIED:
+          'No TXT record with the expected value was found (or the lookup failed); `details[0].record` is the ' +
+          'record expected, `details[0].found` the values seen. Nothing changed.',
+        CONFLICT: 'Another site verified the domain first, or the site has no custom domain',
+      },
+    })
+    .input(ZVerifyDomainInput)
+    .output(ZSiteOutput)
+    .mutation(({ ctx, input }) => sites.verifyDomain(ctx, input)),
+
   deploy: requirePermission('hosting:write')
     .meta({
       openapi: {
@@ -119,7 +146,14 @@ const siteProcedures = router({
         description:
           'Queues a build (`queued`); the site builds one deployment at a time, oldest first: `building` at once ' +
           'for a real build (`BUILDER=local`), after the provisioning delay for a simulated one, then `success` ' +
-          '(it becomes live; `hosting.deployment.succeeded`) or `failed` (`hosting.deployment.failed`).',
+          '(it becomes live; `hosting.deployment.succeeded`) or `failed` (`hosting.deployment.failed`). At most ' +
+          '10 deployments of a site wait `queued`; one more is 409 `CONFLICT` (details ' +
+          '`{resource: "queued_deployments", limit, current}`). Real builds of one organization run at most ' +
+          '`BUILD_CONCURRENCY_PER_ORGANIZATION` at once (default 1); the others wait `queued`.',
+      },
+      errors: {
+        CONFLICT:
+          'The site already has 10 deployments waiting to build; details name `{resource: "queued_deployments", limit, current}`',
       },
       successStatus: 202,
     })

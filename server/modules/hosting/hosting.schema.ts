@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
-import { zPathId } from '../../lib/schema.js';
+import { pageQueryShape, pageResponse } from '../../lib/pagination.js';
+import { okResponse, zPathId, zUserIdFilter } from '../../lib/schema.js';
 import {
   DEFAULT_LOG_LIMIT,
   BUILDERS,
@@ -39,8 +39,9 @@ const ZDomain = z
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   })
   .describe(
-    'Custom domain: a lower-case host name of at least two labels, at most 253 characters, unique across the ' +
-      'platform (another site holding it → 409)',
+    'Custom domain: a lower-case host name of at least two labels, at most 253 characters. It is served once ' +
+      'verified (`domain_verification`, `POST /hosting/sites/{id}/domain/verify`); a domain another site has ' +
+      'verified → 409 `CONFLICT`, while pending claims of other sites do not block it.',
   );
 
 /** Git's rules for a branch name, in short: no spaces or control characters, no `..`, not starting with `-`. */
@@ -153,15 +154,10 @@ export const ZListSitesInput = z
     ...pageQueryShape,
     status: z.enum(SITE_STATUSES).optional().describe('Only sites in this state'),
     framework: z.enum(FRAMEWORKS).optional().describe('Only sites of this framework'),
-    user_id: z
-      .string()
-      .min(1)
-      .max(64)
-      .optional()
-      .describe(
-        'Owners and admins: only the sites of this user (`usr_…`). Members always see their own sites only; ' +
-          'naming anyone else gives an empty list.',
-      ),
+    user_id: zUserIdFilter(
+      'Owners and admins: only the sites of this user (`usr_…`). Members always see their own sites only; ' +
+        'naming anyone else gives an empty list.',
+    ),
   })
   .prefault({});
 export type TListSitesInput = z.infer<typeof ZListSitesInput>;
@@ -181,6 +177,9 @@ export type TCreateSiteInput = z.infer<typeof ZCreateSiteInput>;
 
 export const ZSiteIdInput = z.object({ id: ZSiteId });
 export type TSiteIdInput = z.infer<typeof ZSiteIdInput>;
+
+export const ZVerifyDomainInput = z.strictObject({ id: ZSiteId });
+export type TVerifyDomainInput = z.infer<typeof ZVerifyDomainInput>;
 
 export const ZUpdateSiteInput = z.strictObject({
   id: ZSiteId,
@@ -268,10 +267,37 @@ export type TLogsInput = z.infer<typeof ZLogsInput>;
 const ZTimestamp = z.string().describe('ISO 8601 UTC with milliseconds');
 const ZNullableTimestamp = z.string().nullable().describe('ISO 8601 UTC with milliseconds, or null');
 
+export const DOMAIN_VERIFICATION_PREFIX = '_cloud-platform';
+
+export const ZDomainVerification = z
+  .object({
+    status: z
+      .enum(['pending', 'verified'])
+      .describe(
+        '`pending`: not served yet, publish `record` and verify; `verified`: the edge serves the domain',
+      ),
+    record: z
+      .object({
+        type: z.literal('TXT'),
+        name: z.string().describe(`\`${DOMAIN_VERIFICATION_PREFIX}.<domain>\``),
+        value: z.string().describe('The value to publish: random, made anew whenever the domain changes'),
+      })
+      .describe('The DNS record that proves the domain is yours'),
+  })
+  .nullable()
+  .meta({ id: 'HostingDomainVerification' })
+  .describe(
+    'Whether the custom domain is verified, and the TXT record that verifies it; null without a domain',
+  );
+
 const siteFields = {
   id: z.string().describe('`site_…`'),
   name: z.string(),
-  domain: z.string().nullable().describe('Custom domain, or null'),
+  domain: z
+    .string()
+    .nullable()
+    .describe('Custom domain, or null; served only once verified (`domain_verification`)'),
+  domain_verification: ZDomainVerification,
   status: z.enum(SITE_STATUSES),
   ssl_enabled: z.boolean().describe('Served over HTTPS (always true: certificates are managed)'),
   region: z.literal('global').describe('Sites are served from every edge location'),
@@ -365,36 +391,26 @@ export const ZLogLine = z
   .meta({ id: 'HostingLogLine' });
 export type TLogLine = z.infer<typeof ZLogLine>;
 
-export const ZListSitesOutput = z.object({
-  success: z.literal(true),
-  sites: z.array(ZSite),
-  ...pageResponseShape,
-});
+export const ZListSitesOutput = pageResponse('sites', ZSite);
 export type TListSitesOutput = z.infer<typeof ZListSitesOutput>;
 
-export const ZSiteOutput = z.object({ success: z.literal(true), site: ZSiteDetail });
+export const ZSiteOutput = okResponse({ site: ZSiteDetail });
 export type TSiteOutput = z.infer<typeof ZSiteOutput>;
 
-export const ZDeleteSiteOutput = z.object({
-  success: z.literal(true),
+export const ZDeleteSiteOutput = okResponse({
   message: z.string(),
   id: z.string().describe('The deleted site'),
   domain: z.string().nullable().describe('Its custom domain, free again; null if it had none'),
 });
 export type TDeleteSiteOutput = z.infer<typeof ZDeleteSiteOutput>;
 
-export const ZDeploymentOutput = z.object({ success: z.literal(true), deployment: ZDeployment });
+export const ZDeploymentOutput = okResponse({ deployment: ZDeployment });
 export type TDeploymentOutput = z.infer<typeof ZDeploymentOutput>;
 
-export const ZListDeploymentsOutput = z.object({
-  success: z.literal(true),
-  deployments: z.array(ZDeployment),
-  ...pageResponseShape,
-});
+export const ZListDeploymentsOutput = pageResponse('deployments', ZDeployment);
 export type TListDeploymentsOutput = z.infer<typeof ZListDeploymentsOutput>;
 
-export const ZLogsOutput = z.object({
-  success: z.literal(true),
+export const ZLogsOutput = okResponse({
   logs: z.array(ZLogLine),
   has_more: z.boolean().describe('More lines are stored after the last one returned'),
   status: z.enum(DEPLOYMENT_STATUSES).describe('The deployment status when the lines were read'),

@@ -1,9 +1,13 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { pageFields, pageRequest } from '../../lib/pagination.js';
 import { actsOnWholeOrganization } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
-import { conflict, notFound, validation } from '../../lib/errors.js';
+import { assertWithinPlan } from '../../kit/plan-limit.js';
+import { randomBytes } from 'node:crypto';
+import { createTxtResolver } from '../../lib/dns.js';
+import { conflict, domainNotVerified, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
 import { resolveGitTarget } from './git-fetch.js';
@@ -21,6 +25,7 @@ import { openEnvironment, sealEnvironment } from './site-environment.js';
 import { UNFINISHED_STATUSES } from './deployment-state.js';
 import type { HostingSite } from './hosting-site.entity.js';
 import type { HostingRepository, SiteListFilter } from './hosting.repository.js';
+import { DOMAIN_VERIFICATION_PREFIX } from './hosting.schema.js';
 import type {
   TCreateSiteInput,
   TDeleteSiteOutput,
@@ -29,14 +34,10 @@ import type {
   TSiteIdInput,
   TSiteOutput,
   TUpdateSiteInput,
+  TVerifyDomainInput,
 } from './hosting.schema.js';
 
 const siteNotFound = () => notFound('Site');
-
-/** The module's data access (hosting.repository.ts), as the module's `create` built it for this process. */
-export function repositoryOf(deps: AppDeps): HostingRepository {
-  return deps.modules.hosting.repository;
-}
 
 /**
  * The caller's site `id` (another organization's, or for a member another user's, is not found), with its
@@ -48,7 +49,7 @@ export async function findSiteOrThrow(
   opts: { lock?: boolean; withEnvironment?: boolean } = {},
 ): Promise<HostingSite> {
   if (!isId('site', id)) throw siteNotFound();
-  const site = await repositoryOf(ctx.deps).findSite(ctx.em, ctx.actor, id, opts);
+  const site = await repositoryOf(ctx.deps, 'hosting').findSite(ctx.em, ctx.actor, id, opts);
   if (!site) throw siteNotFound();
   return site;
 }
@@ -80,12 +81,20 @@ function assertDomainAllowed(deps: AppDeps, domain: string): void {
 }
 
 function domainTaken(domain: string) {
-  return conflict(`The domain ${domain} is already used by another site`, [
-    { path: 'domain', message: 'Already used by another site' },
+  return conflict(`The domain ${domain} is already verified by another site`, [
+    { path: 'domain', message: 'Already verified by another site' },
   ]);
 }
 
-/** The domain is free across every organization (the unique index settles a race; see `withDomainConflict`). */
+/** The TXT value that will prove `domain` is the site's: random, one per site and domain. */
+function newVerificationToken(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/**
+ * No other site has verified the domain (pending claims of other sites do not block it); the partial unique index on
+ * verified domains settles a race (see `withDomainConflict`).
+ */
 async function assertDomainFree(
   repository: HostingRepository,
   tx: Em,
@@ -106,7 +115,8 @@ function isDomainClash(err: unknown): boolean {
   const unique = err instanceof UniqueConstraintViolationException || e.code === '23505';
   return (
     unique &&
-    (e.constraint === 'hosting_sites_domain_unique' || /hosting_sites_domain_unique/.test(String(e.message)))
+    (e.constraint === 'hosting_sites_verified_domain_unique' ||
+      /hosting_sites_verified_domain_unique/.test(String(e.message)))
   );
 }
 
@@ -178,7 +188,7 @@ export async function listSites(ctx: ActorContext, input: TListSitesInput): Prom
     ...(input.framework ? { framework: input.framework } : {}),
   };
   const request = pageRequest(input);
-  const found = await repositoryOf(ctx.deps).listSites(ctx.em, filter, request);
+  const found = await repositoryOf(ctx.deps, 'hosting').listSites(ctx.em, filter, request);
   const domain = ctx.deps.config.sitesDomain;
   return {
     success: true,
@@ -211,12 +221,15 @@ export async function createSite(ctx: ActorContext, input: TCreateSiteInput): Pr
   if (domain) assertDomainAllowed(deps, domain);
   await assertGitRepo(deps, input.git_repo);
   const defaults = FRAMEWORK_DEFAULTS[input.framework];
-  const repository = repositoryOf(deps);
+  const repository = repositoryOf(deps, 'hosting');
 
   const site = await withDomainConflict(domain, () =>
     repository.transaction(ctx.em, async (tx) => {
       const now = deps.clock.now();
-      await repository.assertCanCreateSite(tx, deps, actor);
+      await repository.lockOwner(tx, actor.userId);
+      await assertWithinPlan(await repository.lockPlan(tx, actor.organizationId), 'hosting_sites', () =>
+        repository.lockedSiteCount(tx, deps, actor.organizationId),
+      );
       if (domain) await assertDomainFree(repository, tx, domain);
       const slug = await uniqueSlug(repository, tx, slugify(input.name));
       return repository.createSite(tx, {
@@ -227,6 +240,7 @@ export async function createSite(ctx: ActorContext, input: TCreateSiteInput): Pr
         name: input.name,
         slug,
         domain,
+        domainVerificationToken: domain ? newVerificationToken() : null,
         gitRepo: input.git_repo,
         branch: input.branch ?? DEFAULT_BRANCH,
         framework: input.framework,
@@ -237,6 +251,8 @@ export async function createSite(ctx: ActorContext, input: TCreateSiteInput): Pr
       });
     }),
   );
+  // Its address (and domain) may have been remembered as serving nothing (edge.ts).
+  edgeRoutesChanged(deps);
   return {
     success: true,
     site: toSiteDetailDto(site, deps.config.sitesDomain, deps.clock.now(), input.environment_variables ?? {}),
@@ -247,7 +263,7 @@ export async function updateSite(ctx: ActorContext, input: TUpdateSiteInput): Pr
   const { deps } = ctx;
   if (input.domain) assertDomainAllowed(deps, input.domain);
   if (input.git_repo !== undefined) await assertGitRepo(deps, input.git_repo);
-  const repository = repositoryOf(deps);
+  const repository = repositoryOf(deps, 'hosting');
   const site = await withDomainConflict(input.domain, () =>
     repository.transaction(ctx.em, async (tx) => {
       const s = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, {
@@ -257,7 +273,10 @@ export async function updateSite(ctx: ActorContext, input: TUpdateSiteInput): Pr
       const now = deps.clock.now();
       if (input.domain !== undefined && input.domain !== s.domain) {
         if (input.domain) await assertDomainFree(repository, tx, input.domain, s.id);
+        // A new domain starts pending, with a token of its own: verifying the old one proves nothing of it.
         s.domain = input.domain;
+        s.domainVerificationToken = input.domain ? newVerificationToken() : null;
+        s.domainVerifiedAt = null;
       }
       if (input.name !== undefined) s.name = input.name;
       if (input.git_repo !== undefined) s.gitRepo = input.git_repo;
@@ -273,11 +292,67 @@ export async function updateSite(ctx: ActorContext, input: TUpdateSiteInput): Pr
       return { s, environment };
     }),
   );
-  if (input.domain !== undefined) edgeRoutesChanged(deps);
+  edgeRoutesChanged(deps);
   return {
     success: true,
     site: toSiteDetailDto(site.s, deps.config.sitesDomain, deps.clock.now(), site.environment),
   };
+}
+
+/**
+ * Verifies the site's custom domain (docs/sites.md, "Custom domains"): its TXT record `_cloud-platform.<domain>` must
+ * hold the site's token. The lookup runs outside any transaction; the claim is then made in one, against the site as
+ * it is by then (a domain changed meanwhile is not verified), and the partial unique index makes it atomic: of two
+ * sites verifying one domain at once, one wins and the other gets 409. Verifying a verified domain changes nothing.
+ */
+export async function verifyDomain(ctx: ActorContext, input: TVerifyDomainInput): Promise<TSiteOutput> {
+  const { deps } = ctx;
+  const repository = repositoryOf(deps, 'hosting');
+  const site = await findSiteOrThrow(ctx, input.id);
+  const domain = site.domain;
+  const token = site.domainVerificationToken;
+  if (!domain || !token) {
+    throw conflict('The site has no custom domain: set one with PUT /v1/hosting/sites/{id} first', [
+      { path: 'domain', message: 'No custom domain to verify' },
+    ]);
+  }
+  if (!site.domainVerifiedAt) {
+    const record = { type: 'TXT', name: `${DOMAIN_VERIFICATION_PREFIX}.${domain}`, value: token };
+    const lookup = await createTxtResolver(deps.config.dnsServers).txt(record.name);
+    if (!lookup.ok || !lookup.values.includes(token)) {
+      const why = !lookup.ok
+        ? lookup.message
+        : `the TXT records at ${record.name} do not hold the expected value`;
+      throw domainNotVerified(
+        `The domain ${domain} is not verified: ${why}. Publish a TXT record ${record.name} with the value ` +
+          `${token}, then verify again (DNS changes can take a while to be seen)`,
+        [
+          {
+            record,
+            found: lookup.ok ? lookup.values.slice(0, 10).map((v) => v.slice(0, 255)) : [],
+          },
+        ],
+      );
+    }
+    await withDomainConflict(domain, () =>
+      repository.transaction(ctx.em, async (tx) => {
+        const s = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, { lock: true });
+        if (s.domain !== domain || s.domainVerificationToken !== token) {
+          throw conflict('The domain of the site changed while it was being verified: verify again', [
+            { path: 'domain', message: 'Changed during the verification' },
+          ]);
+        }
+        if (s.domainVerifiedAt) return;
+        if (await repository.domainTaken(tx, domain, s.id)) throw domainTaken(domain);
+        const now = deps.clock.now();
+        s.domainVerifiedAt = now;
+        s.updatedAt = now;
+      }),
+    );
+    // Served at once in this process (others within a second, edge.ts).
+    edgeRoutesChanged(deps);
+  }
+  return getSite(ctx, input);
 }
 
 /**
@@ -287,7 +362,7 @@ export async function updateSite(ctx: ActorContext, input: TUpdateSiteInput): Pr
  */
 export async function deleteSite(ctx: ActorContext, input: TSiteIdInput): Promise<TDeleteSiteOutput> {
   const { deps } = ctx;
-  const { repository, logHub } = deps.modules.hosting;
+  const { repository, logHub } = runtimeOf(deps, 'hosting');
   const { site, unfinished, deployments } = await repository.transaction(ctx.em, async (tx) => {
     const s = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, { lock: true });
     const now = deps.clock.now();
@@ -330,7 +405,7 @@ export async function deleteSite(ctx: ActorContext, input: TSiteIdInput): Promis
  * failure is logged, not answered: the site is deleted, and the next deletion collects what was left.
  */
 async function removeArtifacts(deps: AppDeps, deploymentIds: readonly string[]): Promise<void> {
-  const store = deps.modules.hosting.artifacts;
+  const store = runtimeOf(deps, 'hosting').artifacts;
   try {
     for (const id of deploymentIds) await store.remove(id);
     if (deploymentIds.length > 0) await store.collectGarbage();

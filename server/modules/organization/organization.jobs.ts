@@ -1,5 +1,7 @@
-import { USAGE_FLUSH_INTERVAL_MS } from '../../access/api-usage.js';
+import { repositoryOf } from '../../kit/runtime.js';
+import { USAGE_FLUSH_INTERVAL_MS } from '../../limits/api-usage.js';
 import type { AppDeps } from '../../kit/deps.js';
+import { z } from 'zod';
 import { defineJob } from '../../kit/jobs.js';
 import type { RunningWorker } from '../../kit/module.js';
 import {
@@ -28,11 +30,12 @@ export const organizationPurgeTuning: {
   afterBatch?: (step: { table: string }, removed: number) => void;
 } = { batchSize: 500 };
 
-export interface PurgeJobData {
-  organization_id: string;
+const purgeJobPayload = z.object({
+  organization_id: z.string().min(1),
   /** When the job first ran (epoch ms), for the settle wait; set by the job itself. */
-  settle_since?: number;
-}
+  settle_since: z.number().int().optional(),
+});
+export type PurgeJobData = z.output<typeof purgeJobPayload>;
 
 /**
  * Removes one deleted organization's rows: first waits (re-queuing itself) until the modules have nothing left to
@@ -41,10 +44,10 @@ export interface PurgeJobData {
  * still running wrote meanwhile), and removes the organization's row last. Idempotent: a run cut short by a stop or
  * a crash leaves rows that the next run (re-queued at stop, or by the resume worker at start) removes.
  */
-export const organizationPurgeJob = defineJob<PurgeJobData>(
+export const organizationPurgeJob = defineJob(
   'organization.purge',
   async (deps, data, job) => {
-    const repository = deps.modules.organization.repository;
+    const repository = repositoryOf(deps, 'organization');
     const em = repository.fork();
     const orgId = data.organization_id;
     // Gone (null) or not deleted (false): nothing to remove.
@@ -82,7 +85,7 @@ export const organizationPurgeJob = defineJob<PurgeJobData>(
     }
     deps.log.info({ organization_id: orgId, rows: total }, 'deleted organization removed');
   },
-  { retryLimit: 5, retryDelaySeconds: 5 },
+  { retryLimit: 5, retryDelaySeconds: 5, payload: purgeJobPayload },
 );
 
 async function requeue(deps: AppDeps, data: PurgeJobData, delayMs: number): Promise<void> {
@@ -96,7 +99,7 @@ async function requeue(deps: AppDeps, data: PurgeJobData, delayMs: number): Prom
 export const organizationPurgeResumer = {
   name: 'organization.purge-resumer',
   async start(deps: AppDeps): Promise<RunningWorker> {
-    const repository = deps.modules.organization.repository;
+    const repository = repositoryOf(deps, 'organization');
     const ids = await repository.deletedOrganizationIds(repository.fork());
     for (const id of ids) await deps.jobs.send(organizationPurgeJob, { organization_id: id });
     return { stop: async () => {} };

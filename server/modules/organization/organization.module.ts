@@ -11,12 +11,18 @@ export interface OrganizationRuntime {
   readonly repository: OrganizationRepository;
 }
 
+declare module '../../kit/deps.js' {
+  interface ModuleRuntimes {
+    organization: OrganizationRuntime;
+  }
+}
+
 /**
  * The organization itself (docs/organization.md, "The organization"): view, rename, ownership transfer, deletion. Its row and
  * users are the core's; this module owns the deletion mark's migration and the job that removes a deleted
  * organization's rows, as every module's manifest describes them (`organizationRows`).
  */
-// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+// Typed by its name and runtime (not inferred): server/modules.ts checks them against `ModuleRuntimes` above.
 export const organizationModule: ModuleManifest<'organization', OrganizationRuntime> = defineModule({
   name: 'organization',
   router: organizationRouter,

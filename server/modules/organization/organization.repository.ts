@@ -7,10 +7,10 @@ import type { Em } from '../../db/orm.js';
 import type { EventDefinition } from '../../events/define-event.js';
 
 /**
- * Every read and write of the organization module (docs/adding-a-module.md, "Data access"): the service and the
+ * Every read and write of the organization module (docs/adding-a-module.md, "Checklist", step 3): the service and the
  * removal job go through an {@link OrganizationRepository}, never through the ORM or SQL themselves. The process gets
  * the MikroORM one ({@link MikroOrmOrganizationRepository}) from the module's `create`
- * (`deps.modules.organization.repository`).
+ * (`repositoryOf(deps, 'organization')`).
  *
  * The tables are the core's (the organization, its users and their sessions): this module reads and marks them. A unit
  * of work is an `Em` to the caller: opaque, handed back to the repository (and to the kit's functions that work in

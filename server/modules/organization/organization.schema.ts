@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PLAN_IDS } from '../../lib/plans.js';
-import { ZPassword, zPathId } from '../../lib/schema.js';
+import { okResponse, ZPassword, zPathId } from '../../lib/schema.js';
 
 /** The organization as the API shows it (docs/organization.md, "The organization"). */
 export const ZOrganization = z
@@ -15,7 +15,7 @@ export const ZOrganization = z
   .describe('An organization');
 export type TOrganization = z.infer<typeof ZOrganization>;
 
-export const ZOrganizationOutput = z.object({ success: z.literal(true), organization: ZOrganization });
+export const ZOrganizationOutput = okResponse({ organization: ZOrganization });
 export type TOrganizationOutput = z.infer<typeof ZOrganizationOutput>;
 
 export const ZOrganizationName = z
@@ -34,8 +34,7 @@ export const ZTransferOwnershipInput = z.strictObject({
 });
 export type TTransferOwnershipInput = z.infer<typeof ZTransferOwnershipInput>;
 
-export const ZTransferOwnershipOutput = z.object({
-  success: z.literal(true),
+export const ZTransferOwnershipOutput = okResponse({
   message: z.string(),
   organization: ZOrganization,
   previous_owner_id: z.string().describe('The former owner, now an admin'),
@@ -48,8 +47,7 @@ export const ZDeleteOrganizationInput = z.strictObject({
 });
 export type TDeleteOrganizationInput = z.infer<typeof ZDeleteOrganizationInput>;
 
-export const ZDeleteOrganizationOutput = z.object({
-  success: z.literal(true),
+export const ZDeleteOrganizationOutput = okResponse({
   message: z.string(),
   id: z.string().describe('The deleted organization, `org_…`'),
   deletion_scheduled: z.string().describe('The time by which every row of the organization will be gone'),

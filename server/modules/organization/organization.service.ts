@@ -1,3 +1,4 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import type { Organization } from '../../access/organization.entity.js';
 import { initialPermissions } from '../../access/permissions.js';
 import { loadUserDetail } from '../../access/user.dto.js';
@@ -5,8 +6,8 @@ import { userUpdated } from '../../access/user.events.js';
 import type { Em } from '../../db/orm.js';
 import { conflict, forbidden, notFound, validation } from '../../lib/errors.js';
 import { isId } from '../../lib/ids.js';
-import type { ActorContext, AppDeps } from '../../kit/deps.js';
-import { confirmPassword } from '../../kit/login-throttle.js';
+import type { ActorContext } from '../../kit/deps.js';
+import { confirmPassword } from '../../access/login-throttle.js';
 import { runOrganizationDeletedHooks } from '../../kit/organization-hooks.js';
 import { ORGANIZATION_DELETION_DEADLINE_MS, organizationPurgeJob } from './organization.jobs.js';
 import type { OrganizationRepository } from './organization.repository.js';
@@ -21,11 +22,6 @@ import type {
 } from './organization.schema.js';
 
 const userNotFound = () => notFound('User');
-
-/** The module's data access (organization.repository.ts), as the module's `create` built it for this process. */
-export function repositoryOf(deps: AppDeps): OrganizationRepository {
-  return deps.modules.organization.repository;
-}
 
 /** The organization's view: its owner and how many users it has (invited, active, suspended; not deleted). */
 async function organizationView(
@@ -58,7 +54,7 @@ async function findOrganization(
 
 /** `GET /organization`: any user of it. */
 export async function getOrganization(ctx: ActorContext): Promise<TOrganizationOutput> {
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'organization');
   const org = await findOrganization(repository, ctx.em, ctx.actor.organizationId);
   return { success: true, organization: await organizationView(repository, ctx.em, org) };
 }
@@ -68,7 +64,7 @@ export async function updateOrganization(
   ctx: ActorContext,
   input: TUpdateOrganizationInput,
 ): Promise<TOrganizationOutput> {
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'organization');
   const organization = await repository.transaction(ctx.em, async (tx) => {
     const org = await findOrganization(repository, tx, ctx.actor.organizationId, true);
     if (org.name !== input.name) {
@@ -91,7 +87,7 @@ export async function transferOwnership(
 ): Promise<TTransferOwnershipOutput> {
   const { actor } = ctx;
   if (!isId('usr', input.user_id)) throw userNotFound();
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'organization');
   const target = await repository.findUser(ctx.em, actor.organizationId, input.user_id);
   if (!target) throw userNotFound();
   await confirmPassword(ctx, input.password);
@@ -137,7 +133,7 @@ export async function deleteOrganization(
   input: TDeleteOrganizationInput,
 ): Promise<TDeleteOrganizationOutput> {
   const { actor } = ctx;
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'organization');
   const current = await findOrganization(repository, ctx.em, actor.organizationId);
   if (input.confirm !== current.name) {
     throw validation('confirm', 'Must be the organization’s exact name');
@@ -152,7 +148,6 @@ export async function deleteOrganization(
     await runOrganizationDeletedHooks(ctx.deps, tx, { id: org.id }, now);
     await ctx.deps.jobs.send(organizationPurgeJob, { organization_id: org.id }, { em: tx });
   });
-  ctx.deps.jobs.notify(organizationPurgeJob.name);
   return {
     success: true,
     message: 'Organization deleted: every token is refused; its data is being removed',

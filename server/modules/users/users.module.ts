@@ -17,7 +17,13 @@ export interface UsersRuntime {
   readonly repository: UsersRepository;
 }
 
-// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+declare module '../../kit/deps.js' {
+  interface ModuleRuntimes {
+    users: UsersRuntime;
+  }
+}
+
+// Typed by its name and runtime (not inferred): server/modules.ts checks them against `ModuleRuntimes` above.
 export const usersModule: ModuleManifest<'users', UsersRuntime> = defineModule({
   name: 'users',
   router: usersRouter,

@@ -13,15 +13,15 @@ import {
 } from '../../access/user.entity.js';
 import type { ListCountSpec } from '../../db/list-counts.js';
 import type { Em } from '../../db/orm.js';
-import { findPage } from '../../db/pagination.js';
+import { findPage, type Paged } from '../../db/pagination.js';
 import type { EventDefinition } from '../../events/define-event.js';
 import type { PageRequest } from '../../lib/pagination.js';
 import { UserInvitation, UserInvitationSchema } from './user-invitation.entity.js';
 
 /**
- * Every read and write of the users module (docs/adding-a-module.md, "Data access"): the service and the manifest go
- * through a {@link UsersRepository}, never through the ORM or SQL themselves. The process gets the MikroORM one
- * ({@link MikroOrmUsersRepository}) from the module's `create` (`deps.modules.users.repository`).
+ * Every read and write of the users module (docs/adding-a-module.md, "Checklist", step 3): the service and the manifest
+ * go through a {@link UsersRepository}, never through the ORM or SQL themselves. The process gets the MikroORM one
+ * ({@link MikroOrmUsersRepository}) from the module's `create` (`repositoryOf(deps, 'users')`).
  *
  * A unit of work is an `Em` to the caller: opaque, handed back to the repository. Rows are the entities; a change to a
  * row read in a transaction is written when the transaction commits (or at {@link UsersRepository.flush}).
@@ -43,12 +43,6 @@ const USER_COUNTS: ListCountSpec = {
     { key: 'status', values: USER_STATUSES },
   ],
 };
-
-export interface Page<T> {
-  items: T[];
-  total: number;
-  hasMore: boolean;
-}
 
 /** What a new invitation row holds. */
 export interface NewInvitation {
@@ -82,7 +76,7 @@ export interface UsersRepository {
   organizationById(em: Em, id: string): Promise<Organization | null>;
   /** A page of the organization's users that are not deleted, counted from the list's maintained counts. */
   /** `filter`: the organization, and the role and status asked for (the dimensions of the list's counts). */
-  listUsers(em: Em, filter: Record<string, string>, page: PageRequest): Promise<Page<User>>;
+  listUsers(em: Em, filter: Record<string, string>, page: PageRequest): Promise<Paged<User>>;
   /** How many users that are not deleted the organization has with `email`. */
   countWithEmail(tx: Em, organizationId: string, email: string): Promise<number>;
   /** How many sign-in accounts of `email` there are other than the user `exceptUserId`. */
@@ -126,7 +120,7 @@ export class MikroOrmUsersRepository extends MikroOrmRepository implements Users
     return em.findOne(Organization, id);
   }
 
-  listUsers(em: Em, filter: Record<string, string>, page: PageRequest): Promise<Page<User>> {
+  listUsers(em: Em, filter: Record<string, string>, page: PageRequest): Promise<Paged<User>> {
     return findPage(em, User, { ...filter, deletedAt: null }, page, {
       counted: { spec: USER_COUNTS, filter },
     });

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { OBJECT_FORM_LEVELS, OBJECT_FORM_RESOURCES, PERMISSIONS } from '../../access/permissions.js';
 import { ASSIGNABLE_ROLES, ROLES, USER_STATUSES } from '../../access/user.entity.js';
-import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
-import { ZEmail, ZNewPassword, zPathId } from '../../lib/schema.js';
+import { pageQueryShape, pageResponse } from '../../lib/pagination.js';
+import { okResponse, ZEmail, ZNewPassword, zPathId } from '../../lib/schema.js';
 import { ZPermissionObject, ZUserDetail, ZUserSummary } from '../../access/user.dto.js';
 
 const ZUserId = zPathId('usr', 'User');
@@ -85,11 +85,7 @@ export const ZListUsersInput = z
   .prefault({});
 export type TListUsersInput = z.infer<typeof ZListUsersInput>;
 
-export const ZListUsersOutput = z.object({
-  success: z.literal(true),
-  users: z.array(ZUserSummary),
-  ...pageResponseShape,
-});
+export const ZListUsersOutput = pageResponse('users', ZUserSummary);
 
 export const ZCreateUserInput = z.strictObject({
   email: ZEmail,
@@ -117,8 +113,7 @@ export const ZCreateUserInput = z.strictObject({
 });
 export type TCreateUserInput = z.infer<typeof ZCreateUserInput>;
 
-export const ZCreateUserOutput = z.object({
-  success: z.literal(true),
+export const ZCreateUserOutput = okResponse({
   user: ZUserDetail,
   invitation_url: z
     .string()
@@ -130,7 +125,7 @@ export const ZCreateUserOutput = z.object({
 
 export const ZUserIdInput = z.object({ id: ZUserId });
 
-export const ZUserOutput = z.object({ success: z.literal(true), user: ZUserDetail });
+export const ZUserOutput = okResponse({ user: ZUserDetail });
 
 export const ZUpdateUserInput = z.strictObject({
   id: ZUserId,
@@ -155,8 +150,7 @@ export const ZUpdateUserInput = z.strictObject({
 });
 export type TUpdateUserInput = z.infer<typeof ZUpdateUserInput>;
 
-export const ZDeleteUserOutput = z.object({
-  success: z.literal(true),
+export const ZDeleteUserOutput = okResponse({
   message: z.string(),
   id: z.string(),
   email: z.string(),
@@ -186,8 +180,7 @@ export const ZUpdatePermissionsInput = z.strictObject({
 });
 export type TUpdatePermissionsInput = z.infer<typeof ZUpdatePermissionsInput>;
 
-export const ZPermissionsOutput = z.object({
-  success: z.literal(true),
+export const ZPermissionsOutput = okResponse({
   user_id: z.string(),
   permissions: ZPermissionObject,
 });
@@ -198,8 +191,7 @@ export const ZAcceptInvitationInput = z.strictObject({
 });
 export type TAcceptInvitationInput = z.infer<typeof ZAcceptInvitationInput>;
 
-export const ZAcceptInvitationOutput = z.object({
-  success: z.literal(true),
+export const ZAcceptInvitationOutput = okResponse({
   message: z.string(),
   user: ZUserSummary,
 });

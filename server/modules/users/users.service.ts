@@ -1,3 +1,4 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { pageFields, pageRequest } from '../../lib/pagination.js';
 import type { Actor } from '../../access/actor.js';
@@ -53,11 +54,6 @@ function isUniqueViolation(err: unknown): boolean {
     if (e instanceof UniqueConstraintViolationException || x.code === '23505') return true;
   }
   return false;
-}
-
-/** The module's data access (users.repository.ts), as the module's `create` built it for this process. */
-export function repositoryOf(deps: AppDeps): UsersRepository {
-  return deps.modules.users.repository;
 }
 
 /**
@@ -118,7 +114,7 @@ export async function listUsers(ctx: ActorContext, input: TListUsersInput) {
   if (input.role) counted.role = input.role;
   if (input.status) counted.status = input.status;
   const request = pageRequest(input);
-  const page = await repositoryOf(ctx.deps).listUsers(ctx.em, counted, request);
+  const page = await repositoryOf(ctx.deps, 'users').listUsers(ctx.em, counted, request);
   return {
     success: true as const,
     users: page.items.map(toUserSummaryDto),
@@ -128,7 +124,7 @@ export async function listUsers(ctx: ActorContext, input: TListUsersInput) {
 
 export async function getUser(ctx: ActorContext, id: string) {
   const { actor } = ctx;
-  const user = await findVisibleUserOrThrow(repositoryOf(ctx.deps), ctx.em, actor, id);
+  const user = await findVisibleUserOrThrow(repositoryOf(ctx.deps, 'users'), ctx.em, actor, id);
   return { success: true as const, user: await userDetail(ctx.deps, ctx.em, user, ctx.deps.clock.now()) };
 }
 
@@ -161,7 +157,7 @@ export async function createUser(ctx: ActorContext, input: TCreateUserInput) {
   const permissions = initialPermissions(input.role, input.permissions);
   assertCanGrant(actor, [], permissions);
 
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'users');
   const { user, token, detail } = await repository.transaction(ctx.em, async (em) => {
     // Only this organization's users are looked at: whether the address is known elsewhere is never told (the
     // answer is the same either way); accepting then says so to whoever holds the mailed token.
@@ -193,7 +189,7 @@ export async function createUser(ctx: ActorContext, input: TCreateUserInput) {
 
 /** After commit, outside any transaction: the user exists whether or not the mail goes out. */
 async function sendInvitation(ctx: ActorContext, actor: Actor, user: User, url: string): Promise<void> {
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'users');
   const org = await repository.organizationById(ctx.em, actor.organizationId);
   const inviter = await repository.userById(ctx.em, actor.userId);
   const orgName = org?.name ?? 'an organization';
@@ -219,7 +215,7 @@ export async function updateUser(ctx: ActorContext, input: TUpdateUserInput) {
   const privileged =
     input.role !== undefined || input.permissions !== undefined || input.status !== undefined;
 
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'users');
   const user = await repository.transaction(ctx.em, async (em) => {
     const target = await findVisibleUserOrThrow(repository, em, actor, input.id, true);
     const self = target.id === actor.userId;
@@ -301,7 +297,7 @@ export async function updateUser(ctx: ActorContext, input: TUpdateUserInput) {
 export async function deleteUser(ctx: ActorContext, id: string) {
   const { actor } = ctx;
   const now = ctx.deps.clock.now();
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'users');
   const removed = await repository.transaction(ctx.em, async (em) => {
     const target = await findVisibleUserOrThrow(repository, em, actor, id, true);
     if (target.id === actor.userId) throw forbidden('You cannot delete yourself');
@@ -330,7 +326,7 @@ export async function deleteUser(ctx: ActorContext, id: string) {
 
 export async function getPermissions(ctx: ActorContext, id: string) {
   const { actor } = ctx;
-  const user = await findVisibleUserOrThrow(repositoryOf(ctx.deps), ctx.em, actor, id);
+  const user = await findVisibleUserOrThrow(repositoryOf(ctx.deps, 'users'), ctx.em, actor, id);
   return {
     success: true as const,
     user_id: user.id,
@@ -341,7 +337,7 @@ export async function getPermissions(ctx: ActorContext, id: string) {
 export async function updatePermissions(ctx: ActorContext, input: TUpdatePermissionsInput) {
   const { actor } = ctx;
   const now = ctx.deps.clock.now();
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'users');
   const user = await repository.transaction(ctx.em, async (em) => {
     const target = await findVisibleUserOrThrow(repository, em, actor, input.id, true);
     if (target.id === actor.userId) throw forbidden('You cannot change your own permissions');
@@ -372,7 +368,7 @@ export async function updatePermissions(ctx: ActorContext, input: TUpdatePermiss
 export async function acceptInvitation(ctx: RequestContext, input: TAcceptInvitationInput) {
   const now = ctx.deps.clock.now();
   const tokenHash = sha256Hex(input.token);
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'users');
   const invitation = await repository.findInvitation(ctx.em, tokenHash);
   const valid = (inv: UserInvitation | null): inv is UserInvitation =>
     !!inv &&

@@ -1,3 +1,4 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { sha256Hex } from '../../lib/crypto.js';
@@ -11,11 +12,12 @@ import {
   CLIENT_NETWORK_CIDR,
 } from './vpn.constants.js';
 import type { VpnServer } from './vpn-server.entity.js';
-import type { AgentPeers, VpnRepository } from './vpn.repository.js';
+import type { AgentPeers } from './vpn.repository.js';
 import { toConnectionDetailDto, toServerDto } from './vpn.dto.js';
 import { vpnConnected, vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
 import type { TCreateServerInput, TCreateServerOutput, TDeleteServerOutput } from './vpn.schema.js';
 import { applyPeerReport, markUnreachable, type PeerReport } from './vpn.status.js';
+import { transition } from './vpn-connection-state.js';
 import { isWireguardKey } from './wireguard.js';
 
 /**
@@ -56,12 +58,7 @@ export class PeersHub {
 
 /** This process's hub (`deps.modules.vpn`, built by the manifest's `create`). */
 export function peersHub(deps: AppDeps): PeersHub {
-  return deps.modules.vpn.peers;
-}
-
-/** Every read and write of the module's tables (vpn.repository.ts), built by the module's `create`. */
-function repositoryOf(deps: AppDeps): VpnRepository {
-  return deps.modules.vpn.repository;
+  return runtimeOf(deps, 'vpn').peers;
 }
 
 /** A long poll re-reads the version this often, for changes made by another process. */
@@ -76,11 +73,12 @@ export async function createAgentServer(
   input: TCreateServerInput,
 ): Promise<TCreateServerOutput> {
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
-  const repo = repositoryOf(ctx.deps);
+  const repo = repositoryOf(ctx.deps, 'vpn');
   return repo.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
-    if (await repo.addressTaken(tx, input.host, input.port)) {
-      throw conflict(`A server at ${input.host}:${input.port} already exists`);
+    // Only the organization's own servers count: another's at this address is neither revealed nor in the way.
+    if (await repo.addressTaken(tx, input.host, input.port, ctx.actor.organizationId)) {
+      throw conflict(`A server of this organization at ${input.host}:${input.port} already exists`);
     }
     const server = repo.createServer(tx, {
       id: newId('srv'),
@@ -115,7 +113,7 @@ export async function createAgentServer(
 
 export async function deleteAgentServer(ctx: ActorContext, id: string): Promise<TDeleteServerOutput> {
   if (!isId('srv', id)) throw notFound('Server');
-  const repo = repositoryOf(ctx.deps);
+  const repo = repositoryOf(ctx.deps, 'vpn');
   await repo.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
     const server = await repo.lockAgentServer(tx, ctx.actor.organizationId, id);
@@ -127,7 +125,7 @@ export async function deleteAgentServer(ctx: ActorContext, id: string): Promise<
     for (const c of connections) {
       const wasActive = c.status === 'active';
       c.peerEnabled = false;
-      c.status = 'error';
+      transition(c, 'error');
       c.statusMessage = 'The server of this connection was removed';
       c.connectedAt = null;
       c.updatedAt = now;
@@ -151,7 +149,7 @@ export async function authenticateAgent(
 ): Promise<VpnServer> {
   const m = /^Bearer\s+(vst_[A-Za-z0-9_-]{20,100})\s*$/.exec(authorization ?? '');
   if (!m) throw unauthorized('A VPN server token is required');
-  const repo = repositoryOf(deps);
+  const repo = repositoryOf(deps, 'vpn');
   const server = await repo.agentServerByTokenHash(repo.fork(), sha256Hex(m[1]!));
   if (!server) throw unauthorized('Invalid or revoked VPN server token');
   return server;
@@ -191,7 +189,7 @@ export async function agentRegister(
   body: unknown,
 ): Promise<AgentRegistration> {
   const input = parseBody(ZRegister, body);
-  const repo = repositoryOf(deps);
+  const repo = repositoryOf(deps, 'vpn');
   const server = await repo.transaction(repo.fork(), async (tx) => {
     const now = deps.clock.now();
     const s = await repo.lockServer(tx, serverId);
@@ -231,7 +229,7 @@ export async function agentPeers(
   const waitRaw = query.wait !== undefined && /^\d{1,3}$/.test(query.wait) ? Number(query.wait) : 0;
   const deadline = Date.now() + Math.min(waitRaw, AGENT_POLL_MAX_SECONDS) * 1000;
   const hub = peersHub(deps);
-  const repo = repositoryOf(deps);
+  const repo = repositoryOf(deps, 'vpn');
   for (;;) {
     const peers = await repo.peersOf(repo.fork(), serverId);
     if (!peers) throw unauthorized('Invalid or revoked VPN server token');
@@ -273,7 +271,7 @@ export async function agentReport(
       txBytes: p.tx_bytes,
     });
   }
-  const repo = repositoryOf(deps);
+  const repo = repositoryOf(deps, 'vpn');
   return repo.transaction(repo.fork(), async (tx) => {
     const now = deps.clock.now();
     const server = await repo.lockServer(tx, serverId);
@@ -304,7 +302,7 @@ export async function agentReport(
  * (active ones emit `vpn.disconnected`). Run every few seconds by the module's worker; safe in several processes.
  */
 export async function sweepOfflineServers(deps: AppDeps): Promise<number> {
-  const repo = repositoryOf(deps);
+  const repo = repositoryOf(deps, 'vpn');
   const now = deps.clock.now();
   const cutoff = new Date(now.getTime() - deps.config.vpnAgentOfflineMs);
   const stale = await repo.staleAgentServers(repo.fork(), cutoff);

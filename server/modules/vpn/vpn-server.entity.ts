@@ -10,7 +10,18 @@ export const VpnServerSchema = defineEntity({
   extends: BaseSchema,
   indexes: [{ name: 'vpn_servers_location_index', properties: ['location'], where: { deletedAt: null } }],
   uniques: [
-    { name: 'vpn_servers_host_port_unique', properties: ['host', 'port'], where: { deletedAt: null } },
+    // One server per address in each organization's own servers, and in the shared catalogue: an organization never
+    // learns of (or blocks) another's server at an address (docs/vpn-servers.md).
+    {
+      name: 'vpn_servers_organization_host_port_unique',
+      expression:
+        'create unique index "vpn_servers_organization_host_port_unique" on "vpn_servers" ("organization_id", "host", "port") where "deleted_at" is null and "organization_id" is not null',
+    },
+    {
+      name: 'vpn_servers_catalogue_host_port_unique',
+      expression:
+        'create unique index "vpn_servers_catalogue_host_port_unique" on "vpn_servers" ("host", "port") where "deleted_at" is null and "organization_id" is null',
+    },
     { name: 'vpn_servers_token_hash_unique', properties: ['tokenHash'], where: { deletedAt: null } },
   ],
   properties: {

@@ -1,3 +1,4 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import { z } from 'zod';
 import type { Em } from '../../db/orm.js';
 import { conflict, notFound, validation } from '../../lib/errors.js';
@@ -17,13 +18,14 @@ import type { VpnRepository } from './vpn.repository.js';
 import { toConnectionDetailDto, toServerDto } from './vpn.dto.js';
 import type { TListServersInput, TListServersOutput, TServer } from './vpn.schema.js';
 import { storeUsage } from './vpn.simulation.js';
+import { transition } from './vpn-connection-state.js';
 import { vpnDisconnected, vpnServerCreated, vpnServerDeleted } from './vpn.events.js';
 import { generateWireguardKeyPair } from './wireguard.js';
 
 export async function listServers(ctx: ActorContext, input: TListServersInput): Promise<TListServersOutput> {
   // The shared simulated servers and the organization's own registered agent servers (another organization's are
   // never listed nor used).
-  const servers = await ctx.deps.modules.vpn.repository.listServers(ctx.em, ctx.actor.organizationId, {
+  const servers = await repositoryOf(ctx.deps, 'vpn').listServers(ctx.em, ctx.actor.organizationId, {
     location: input.location,
     protocol: input.protocol,
   });
@@ -92,7 +94,7 @@ export async function addServer(
   const input = ZAddServerInput.parse(raw);
   const keys = generateWireguardKeyPair();
   return repo.transaction(em, async (tx) => {
-    if (await repo.addressTaken(tx, input.host, input.port)) {
+    if (await repo.addressTaken(tx, input.host, input.port, null)) {
       throw conflict(`A server at ${input.host}:${input.port} already exists`);
     }
     const server = repo.createServer(tx, {
@@ -141,7 +143,7 @@ export async function removeServer(
     for (const c of connections) {
       const wasActive = c.status === 'active';
       if (wasActive) storeUsage(c, now);
-      c.status = 'error';
+      transition(c, 'error');
       c.statusMessage = 'The server of this connection was removed from the catalogue';
       c.connectedAt = null;
       c.connectGeneration += 1;

@@ -1,15 +1,8 @@
-/** Location codes of VPN servers (docs/vpn.md, "VPN", the platform's region codes). */
-export const VPN_LOCATIONS = [
-  'us-east',
-  'us-west',
-  'ca-central',
-  'sa-east',
-  'eu-west',
-  'eu-central',
-  'ap-southeast',
-  'ap-northeast',
-] as const;
-export type VpnLocation = (typeof VPN_LOCATIONS)[number];
+import { REGIONS, type Region } from '../../lib/regions.js';
+
+/** Location codes of VPN servers (docs/vpn.md, "Servers"): the platform's region codes. */
+export const VPN_LOCATIONS = REGIONS;
+export type VpnLocation = Region;
 
 export const VPN_PROTOCOLS = ['wireguard', 'openvpn'] as const;
 export type VpnProtocol = (typeof VPN_PROTOCOLS)[number];

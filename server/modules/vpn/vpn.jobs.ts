@@ -1,57 +1,28 @@
-import type { AppDeps } from '../../kit/deps.js';
-import { defineJob } from '../../kit/jobs.js';
-import { toConnectionDetailDto } from './vpn.dto.js';
-import { vpnConnected } from './vpn.events.js';
-import { startSession } from './vpn.simulation.js';
+import { z } from 'zod';
+import { serviceContext } from '../../kit/deps.js';
+import { defineJob, noPayload } from '../../kit/jobs.js';
+import { activateConnection, storeActiveUsage } from './vpn-activation.service.js';
 
-export interface ActivateJobData {
-  connection_id: string;
-  generation: number;
-}
+const activateJobPayload = z.object({
+  connection_id: z.string().min(1),
+  /** The connection attempt it was queued for (`connectGeneration`). */
+  generation: z.number().int().nonnegative(),
+});
+export type ActivateJobData = z.output<typeof activateJobPayload>;
 
 /** `connecting` → `active` after the provisioning delay (or `error` if the server went away). */
-export const vpnActivateJob = defineJob<ActivateJobData>(
+export const vpnActivateJob = defineJob(
   'vpn.activate',
-  (deps, data) => activateConnection(deps, data),
+  (deps, data) => activateConnection(serviceContext(deps), data),
   // The handler is idempotent, so a transient database failure is simply retried.
-  { retryLimit: 5, retryDelaySeconds: 1, batchSize: 10 },
+  { retryLimit: 5, retryDelaySeconds: 1, batchSize: 10, payload: activateJobPayload },
 );
 
 /** Stores the simulated usage of every active connection, so stored totals stay recent. */
 export const vpnSampleUsageJob = defineJob(
   'vpn.sample-usage',
   async (deps) => {
-    await storeActiveUsage(deps);
+    await storeActiveUsage(serviceContext(deps));
   },
-  { cron: '* * * * *' },
+  { cron: '* * * * *', payload: noPayload },
 );
-
-/**
- * The activation job: `connecting` → `active` (emitting `vpn.connected`), or `error` when the server went away.
- * Idempotent: it acts only on the connection attempt (generation) it was queued for.
- */
-export async function activateConnection(deps: AppDeps, data: ActivateJobData): Promise<void> {
-  const repo = deps.modules.vpn.repository;
-  await repo.transaction(repo.fork(), async (tx) => {
-    const now = deps.clock.now();
-    const c = await repo.lockConnection(tx, data.connection_id);
-    if (!c || c.status !== 'connecting' || c.connectGeneration !== data.generation) return;
-    const server = await repo.getServer(tx, c.server.id);
-    if (server.deletedAt || server.status !== 'online' || !server.protocols.includes(c.protocol)) {
-      c.status = 'error';
-      c.statusMessage = `The server in ${c.location} is not accepting connections`;
-      c.updatedAt = now;
-      return;
-    }
-    c.status = 'active';
-    c.statusMessage = null;
-    c.updatedAt = now;
-    startSession(c, now);
-    repo.recordEvent(tx, vpnConnected, toConnectionDetailDto(c, server, now), c.organization.id, now);
-  });
-}
-
-/** Stores the simulated usage of every active connection (a periodic job), so stored totals stay recent. */
-export async function storeActiveUsage(deps: AppDeps): Promise<number> {
-  return deps.modules.vpn.repository.storeActiveUsage(deps.clock.now());
-}

@@ -2,6 +2,7 @@ import type { AppDeps } from '../../kit/deps.js';
 import { defineModule, type ModuleManifest } from '../../kit/module.js';
 import { Migration20261121000030_vpn } from './migrations/Migration20261121000030_vpn.js';
 import { Migration20261126000030_vpn_agents } from './migrations/Migration20261126000030_vpn_agents.js';
+import { Migration20261207000020_vpn_server_address_per_organization } from './migrations/Migration20261207000020_vpn_server_address_per_organization.js';
 import { vpnAgentRoutes } from './vpn-agent.routes.js';
 import { PeersHub, vpnAgentSweeper } from './vpn-agents.service.js';
 import { VpnConnection } from './vpn-connection.entity.js';
@@ -27,7 +28,13 @@ export interface VpnRuntime {
   readonly peers: PeersHub;
 }
 
-// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+declare module '../../kit/deps.js' {
+  interface ModuleRuntimes {
+    vpn: VpnRuntime;
+  }
+}
+
+// Typed by its name and runtime (not inferred): server/modules.ts checks them against `ModuleRuntimes` above.
 export const vpnModule: ModuleManifest<'vpn', VpnRuntime> = defineModule({
   name: 'vpn',
   create: (deps: AppDeps): VpnRuntime => ({
@@ -39,6 +46,10 @@ export const vpnModule: ModuleManifest<'vpn', VpnRuntime> = defineModule({
   migrations: [
     { name: 'Migration20261121000030_vpn', class: Migration20261121000030_vpn },
     { name: 'Migration20261126000030_vpn_agents', class: Migration20261126000030_vpn_agents },
+    {
+      name: 'Migration20261207000020_vpn_server_address_per_organization',
+      class: Migration20261207000020_vpn_server_address_per_organization,
+    },
   ],
   jobs: [vpnActivateJob, vpnSampleUsageJob],
   // Real servers whose agent stopped reporting go offline (docs/vpn-servers.md).

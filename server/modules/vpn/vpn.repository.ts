@@ -6,12 +6,18 @@ import { ownedBy } from '../../access/scope.js';
 import { User } from '../../access/user.entity.js';
 import { countedRows } from '../../db/list-counts.js';
 import type { Em } from '../../db/orm.js';
+import type { Paged } from '../../db/pagination.js';
 import { epochMs, findRawPage, fromEpochMs as ms, type RawPageSpec } from '../../db/raw-page.js';
 import type { EventDefinition } from '../../events/define-event.js';
 import { recordEventForAllOrganizations, recordPlatformEventFor } from '../../events/record-event.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { OrganizationRows } from '../../kit/module.js';
-import { assertWithinPlan, precheckPlan } from '../../kit/plan-limit.js';
+import {
+  lockOrganizationPlan,
+  lockPlanCounter,
+  readOrganizationPlan,
+  type OrganizationPlan,
+} from '../../kit/plan-limit.js';
 import type { PageRequest } from '../../lib/pagination.js';
 import { VpnConnection, VpnConnectionSchema } from './vpn-connection.entity.js';
 import { VpnServer, VpnServerSchema } from './vpn-server.entity.js';
@@ -26,10 +32,10 @@ import {
 import type { ConnectionView } from './vpn.dto.js';
 
 /**
- * Every read and write of the VPN module's tables (docs/adding-a-module.md, "Data access"): the services, the jobs,
- * the agent's routes and the manifest go through a {@link VpnRepository}, never through the ORM or SQL themselves.
- * The process gets the MikroORM one ({@link MikroOrmVpnRepository}) from the module's `create`
- * (`deps.modules.vpn.repository`).
+ * Every read and write of the VPN module's tables (docs/adding-a-module.md, "Checklist", step 3): the services, the
+ * jobs, the agent's routes and the manifest go through a {@link VpnRepository}, never through the ORM or SQL
+ * themselves. The process gets the MikroORM one ({@link MikroOrmVpnRepository}) from the module's `create`
+ * (`repositoryOf(deps, 'vpn')`).
  *
  * A unit of work is an `Em` to the caller: opaque, handed back to the repository (and to the kit's functions that
  * write in the same transaction, such as the job queue's `send`). Rows are the entities; a change to a row read in a
@@ -53,12 +59,6 @@ export interface ConnectionListFilter {
   status?: ConnectionStatus;
   protocol?: VpnProtocol;
   location?: string;
-}
-
-export interface Page<T> {
-  items: T[];
-  total: number;
-  hasMore: boolean;
 }
 
 /** What a new connection row holds (`connecting`, its first attempt; the rest is zero or null). */
@@ -94,7 +94,7 @@ export interface VpnRepository {
   flush(tx: Em): Promise<void>;
 
   // ---------- connections ----------
-  listConnections(em: Em, filter: ConnectionListFilter, page: PageRequest): Promise<Page<ConnectionView>>;
+  listConnections(em: Em, filter: ConnectionListFilter, page: PageRequest): Promise<Paged<ConnectionView>>;
   /** The connection `id` within the actor's scope (another organization's, or for a member another user's: null). */
   findConnection(
     em: Em,
@@ -104,10 +104,19 @@ export interface VpnRepository {
   ): Promise<VpnConnection | null>;
   /** The connection `id` with its row locked (`tx`), whoever owns it; null when gone. */
   lockConnection(tx: Em, id: string): Promise<VpnConnection | null>;
-  /** Before claiming an address: the organization is below its plan's limit (402), without a lock. */
-  precheckConnectionPlan(em: Em, deps: AppDeps, organizationId: string): Promise<void>;
-  /** Run first when creating a connection: the owner still exists (share lock) and the plan allows one more (402). */
-  assertCanCreateConnection(tx: Em, deps: AppDeps, actor: Actor): Promise<void>;
+  /** The user's row, share-locked to the commit (a user deleted meanwhile cannot create: 401); run first in a create. */
+  lockOwner(tx: Em, userId: string): Promise<void>;
+  /** The organization's plan, share-locked to the commit (kit/plan-limit.ts): a plan change waits for the creates. */
+  lockPlan(tx: Em, organizationId: string): Promise<OrganizationPlan>;
+  /**
+   * The organization's connections as the plan counts them (`vpn_connections`), after queuing on its creates of
+   * connections (an advisory lock held to the commit): each create counts what the ones before it committed.
+   */
+  lockedConnectionCount(tx: Em, deps: AppDeps, organizationId: string): Promise<number>;
+  /** The organization's plan as last committed, without a lock (the precheck before claiming an address). */
+  readPlan(em: Em, organizationId: string): Promise<OrganizationPlan>;
+  /** The organization's connections as the plan counts them, without a lock (the same precheck). */
+  connectionCount(em: Em, deps: AppDeps, organizationId: string): Promise<number>;
   createConnection(tx: Em, c: NewConnection): VpnConnection;
   /** Deletes the connection. */
   removeConnection(tx: Em, c: VpnConnection): void;
@@ -153,7 +162,11 @@ export interface VpnRepository {
   /** Locations (in order, repeated per server) of the online servers the organization sees for `protocol`. */
   onlineLocations(em: Em, organizationId: string, protocol: VpnProtocol): Promise<VpnLocation[]>;
   /** True when a server not removed already listens at `host:port`. */
-  addressTaken(tx: Em, host: string, port: number): Promise<boolean>;
+  /**
+   * True when a server of `organizationId` (null: the shared catalogue) already has `host:port`; other
+   * organizations' servers are never looked at.
+   */
+  addressTaken(tx: Em, host: string, port: number, organizationId: string | null): Promise<boolean>;
   createServer(tx: Em, server: NewServer): VpnServer;
   /** The agent server `Bearer vst_…` stands for, by the token's hash; null when none (or removed). */
   agentServerByTokenHash(em: Em, tokenHash: string): Promise<VpnServer | null>;
@@ -300,7 +313,7 @@ export class MikroOrmVpnRepository extends MikroOrmRepository implements VpnRepo
     em: Em,
     filter: ConnectionListFilter,
     page: PageRequest,
-  ): Promise<Page<ConnectionView>> {
+  ): Promise<Paged<ConnectionView>> {
     const where: Record<string, unknown> = { organization: filter.organizationId };
     if (filter.userId) where.user = filter.userId;
     if (filter.none) where.id = { $in: [] };
@@ -331,13 +344,25 @@ export class MikroOrmVpnRepository extends MikroOrmRepository implements VpnRepo
     return tx.findOne(VpnConnection, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   }
 
-  async precheckConnectionPlan(em: Em, deps: AppDeps, organizationId: string): Promise<void> {
-    await precheckPlan(em, deps, organizationId, 'vpn_connections');
+  lockOwner(tx: Em, userId: string): Promise<void> {
+    return lockOwner(tx, userId);
   }
 
-  async assertCanCreateConnection(tx: Em, deps: AppDeps, actor: Actor): Promise<void> {
-    await lockOwner(tx, actor.userId);
-    await assertWithinPlan(tx, deps, actor.organizationId, 'vpn_connections');
+  lockPlan(tx: Em, organizationId: string): Promise<OrganizationPlan> {
+    return lockOrganizationPlan(tx, organizationId);
+  }
+
+  async lockedConnectionCount(tx: Em, deps: AppDeps, organizationId: string): Promise<number> {
+    await lockPlanCounter(tx, organizationId, 'vpn_connections');
+    return this.connectionCount(tx, deps, organizationId);
+  }
+
+  readPlan(em: Em, organizationId: string): Promise<OrganizationPlan> {
+    return readOrganizationPlan(em, organizationId);
+  }
+
+  connectionCount(em: Em, deps: AppDeps, organizationId: string): Promise<number> {
+    return deps.registry.usage.current(em, organizationId, 'vpn_connections', deps.clock.now());
   }
 
   createConnection(tx: Em, c: NewConnection): VpnConnection {
@@ -497,8 +522,8 @@ export class MikroOrmVpnRepository extends MikroOrmRepository implements VpnRepo
     return servers.map((s) => s.location);
   }
 
-  async addressTaken(tx: Em, host: string, port: number): Promise<boolean> {
-    const clash = await tx.count(VpnServer, { host, port, deletedAt: null });
+  async addressTaken(tx: Em, host: string, port: number, organizationId: string | null): Promise<boolean> {
+    const clash = await tx.count(VpnServer, { host, port, deletedAt: null, organization: organizationId });
     return clash > 0;
   }
 

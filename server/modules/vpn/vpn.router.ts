@@ -141,7 +141,11 @@ const serverCatalogue = router({
           'it registers, the server joins the catalogue of this organization only (`vpn.server.created`), and new ' +
           'connections in its location are placed on it.',
       },
-      errors: { CONFLICT: 'A server with this host and port already exists' },
+      errors: {
+        CONFLICT:
+          'A server of this organization with this host and port already exists (servers of other ' +
+          'organizations are never considered)',
+      },
       successStatus: 201,
       location: '/vpn/servers/{server.id}',
     })

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { pageQueryShape, pageResponseShape } from '../../lib/pagination.js';
-import { zPathId } from '../../lib/schema.js';
+import { pageQueryShape, pageResponse } from '../../lib/pagination.js';
+import { okResponse, zPathId, zUserIdFilter } from '../../lib/schema.js';
 import {
   CONNECTION_STATUSES,
   DEFAULT_WIREGUARD_PORT,
@@ -20,15 +20,10 @@ export const ZListConnectionsInput = z
     status: z.enum(CONNECTION_STATUSES).optional().describe('Only connections in this state'),
     protocol: z.enum(VPN_PROTOCOLS).optional().describe('Only connections of this protocol'),
     location: z.enum(VPN_LOCATIONS).optional().describe('Only connections to this location'),
-    user_id: z
-      .string()
-      .min(1)
-      .max(64)
-      .optional()
-      .describe(
-        'Owners and admins: list the connections of this user (`usr_…`), or of everyone with `all`. ' +
-          "Without it, the caller's own connections are listed. A member naming anyone but themselves gets an empty list.",
-      ),
+    user_id: zUserIdFilter(
+      'Owners and admins: list the connections of this user (`usr_…`), or of everyone with `all`. ' +
+        "Without it, the caller's own connections are listed. A member naming anyone but themselves gets an empty list.",
+    ),
   })
   .prefault({});
 export type TListConnectionsInput = z.infer<typeof ZListConnectionsInput>;
@@ -176,21 +171,13 @@ export const ZConnectionDetail = z
   .meta({ id: 'VpnConnectionDetail' });
 export type TConnectionDetail = z.infer<typeof ZConnectionDetail>;
 
-export const ZListConnectionsOutput = z.object({
-  success: z.literal(true),
-  connections: z.array(ZConnection),
-  ...pageResponseShape,
-});
+export const ZListConnectionsOutput = pageResponse('connections', ZConnection);
 export type TListConnectionsOutput = z.infer<typeof ZListConnectionsOutput>;
 
-export const ZConnectionOutput = z.object({
-  success: z.literal(true),
-  connection: ZConnectionDetail,
-});
+export const ZConnectionOutput = okResponse({ connection: ZConnectionDetail });
 export type TConnectionOutput = z.infer<typeof ZConnectionOutput>;
 
-export const ZDeleteConnectionOutput = z.object({
-  success: z.literal(true),
+export const ZDeleteConnectionOutput = okResponse({
   message: z.string(),
   id: z.string().describe('The deleted connection'),
 });
@@ -228,8 +215,7 @@ export const ZServer = z
   .meta({ id: 'VpnServer' });
 export type TServer = z.infer<typeof ZServer>;
 
-export const ZCreateServerOutput = z.object({
-  success: z.literal(true),
+export const ZCreateServerOutput = okResponse({
   server: ZServer,
   token: z
     .string()
@@ -239,15 +225,13 @@ export const ZCreateServerOutput = z.object({
 });
 export type TCreateServerOutput = z.infer<typeof ZCreateServerOutput>;
 
-export const ZDeleteServerOutput = z.object({
-  success: z.literal(true),
+export const ZDeleteServerOutput = okResponse({
   message: z.string(),
   id: z.string().describe('The deleted server'),
 });
 export type TDeleteServerOutput = z.infer<typeof ZDeleteServerOutput>;
 
-export const ZListServersOutput = z.object({
-  success: z.literal(true),
+export const ZListServersOutput = okResponse({
   servers: z.array(ZServer),
   total: z.number().int(),
 });

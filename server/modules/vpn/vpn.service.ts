@@ -1,12 +1,14 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import { pageFields, pageRequest } from '../../lib/pagination.js';
 import { actsOnWholeOrganization } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
 import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
+import { assertWithinPlan } from '../../kit/plan-limit.js';
 import { vpnDisconnected } from './vpn.events.js';
 import { vpnActivateJob, type ActivateJobData } from './vpn.jobs.js';
-import type { ConnectionListFilter, VpnRepository } from './vpn.repository.js';
+import type { ConnectionListFilter } from './vpn.repository.js';
 import { serverEndpoint, toConnectionDetailDto, toConnectionDto } from './vpn.dto.js';
 import type {
   TConnectionIdInput,
@@ -20,14 +22,10 @@ import type {
 import { pickServerOrThrow } from './vpn-servers.service.js';
 import { peersHub } from './vpn-agents.service.js';
 import { storeUsage } from './vpn.simulation.js';
+import { transition } from './vpn-connection-state.js';
 import { clientAddress, generateWireguardKeyPair, wgQuickConfig } from './wireguard.js';
 
 const connectionNotFound = () => notFound('VPN connection');
-
-/** Every read and write of the module's tables (vpn.repository.ts), built by the module's `create`. */
-export function repositoryOf(deps: AppDeps): VpnRepository {
-  return deps.modules.vpn.repository;
-}
 
 /** A malformed id is not found without a query. */
 function checkedId(id: string): string {
@@ -36,15 +34,12 @@ function checkedId(id: string): string {
 }
 
 /**
- * Queues the activation of a connection inside the transaction that made it `connecting` (so the job exists
- * exactly when that commits), and wakes the worker when it is due instead of waiting for its next poll.
+ * Queues the activation of a connection inside the transaction that made it `connecting`: the job exists exactly
+ * when that commits, and the queue then wakes its worker for when it is due (docs/jobs.md, "What the queue layer
+ * adds").
  */
-async function queueActivation(ctx: ActorContext, tx: Em, data: ActivateJobData): Promise<() => void> {
-  const delayMs = ctx.deps.config.provisioningDelayMs;
-  await ctx.deps.jobs.send(vpnActivateJob, data, { em: tx, delayMs });
-  return () => {
-    ctx.deps.jobs.notify(vpnActivateJob.name, delayMs);
-  };
+async function queueActivation(ctx: ActorContext, tx: Em, data: ActivateJobData): Promise<void> {
+  await ctx.deps.jobs.send(vpnActivateJob, data, { em: tx, delayMs: ctx.deps.config.provisioningDelayMs });
 }
 
 export async function listConnections(
@@ -71,7 +66,7 @@ export async function listConnections(
   };
 
   const request = pageRequest(input);
-  const found = await repositoryOf(ctx.deps).listConnections(ctx.em, filter, request);
+  const found = await repositoryOf(ctx.deps, 'vpn').listConnections(ctx.em, filter, request);
   const now = ctx.deps.clock.now();
   return {
     success: true,
@@ -84,7 +79,7 @@ export async function getConnection(
   ctx: ActorContext,
   input: TConnectionIdInput,
 ): Promise<TConnectionOutput> {
-  const c = await repositoryOf(ctx.deps).findConnection(ctx.em, ctx.actor, checkedId(input.id), {
+  const c = await repositoryOf(ctx.deps, 'vpn').findConnection(ctx.em, ctx.actor, checkedId(input.id), {
     withServer: true,
   });
   if (!c) throw connectionNotFound();
@@ -96,7 +91,7 @@ export async function createConnection(
   input: TCreateConnectionInput,
 ): Promise<TConnectionOutput> {
   const { actor } = ctx;
-  const repo = repositoryOf(ctx.deps);
+  const repo = repositoryOf(ctx.deps, 'vpn');
   const server = await pickServerOrThrow(repo, ctx.em, input.location, input.protocol, actor.organizationId);
   // On an agent server the status follows the agent's reports (vpn.status.ts); no simulated activation.
   const onAgent = server.kind === 'agent';
@@ -112,15 +107,20 @@ export async function createConnection(
   // its plan's limit is refused before any is claimed.
   let address: string | null = null;
   if (keys) {
-    await repo.precheckConnectionPlan(ctx.em, ctx.deps, actor.organizationId);
+    await assertWithinPlan(await repo.readPlan(ctx.em, actor.organizationId), 'vpn_connections', () =>
+      repo.connectionCount(ctx.em, ctx.deps, actor.organizationId),
+    );
     const claimed = await repo.claimPeerIndex(ctx.em, server.id, input.protocol);
     if (claimed === null) throw serverGone();
     address = clientAddress(claimed);
   }
 
-  const { connection, wake } = await repo.transaction(ctx.em, async (tx) => {
+  const connection = await repo.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
-    await repo.assertCanCreateConnection(tx, ctx.deps, actor);
+    await repo.lockOwner(tx, actor.userId);
+    await assertWithinPlan(await repo.lockPlan(tx, actor.organizationId), 'vpn_connections', () =>
+      repo.lockedConnectionCount(tx, ctx.deps, actor.organizationId),
+    );
     const c = repo.createConnection(tx, {
       id,
       now,
@@ -138,12 +138,11 @@ export async function createConnection(
     if (!(await repo.holdOpenServer(tx, server.id, input.protocol))) throw serverGone();
     c.clientAddress = address;
     if (onAgent) await repo.bumpPeers(tx, server.id);
-    const wake = onAgent
-      ? () => peersHub(ctx.deps).wake(server.id)
-      : await queueActivation(ctx, tx, { connection_id: id, generation: 1 });
-    return { connection: c, wake };
+    else await queueActivation(ctx, tx, { connection_id: id, generation: 1 });
+    return c;
   });
-  wake();
+  // The agent fetches its peers again (the activation job's worker is woken by the queue).
+  if (onAgent) peersHub(ctx.deps).wake(server.id);
 
   const wgQuick =
     keys && connection.clientAddress
@@ -166,7 +165,7 @@ export async function updateConnection(
   input: TUpdateConnectionInput,
 ): Promise<TConnectionOutput> {
   const { actor } = ctx;
-  const repo = repositoryOf(ctx.deps);
+  const repo = repositoryOf(ctx.deps, 'vpn');
   const id = checkedId(input.id);
   const { connection, server, wake } = await repo.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
@@ -195,7 +194,7 @@ export async function updateConnection(
       }
       const wasActive = c.status === 'active';
       if (wasActive) storeUsage(c, now);
-      c.status = 'inactive';
+      transition(c, 'inactive');
       c.statusMessage = null;
       c.connectedAt = null;
       // A pending activation of the previous attempt must not revive it.
@@ -210,7 +209,7 @@ export async function updateConnection(
           'The server of this connection no longer accepts connections; create a new connection instead',
         );
       }
-      c.status = 'connecting';
+      transition(c, 'connecting');
       c.statusMessage = null;
       c.connectGeneration += 1;
       if (onAgent) {
@@ -219,7 +218,7 @@ export async function updateConnection(
         await repo.bumpPeers(tx, srv.id);
         wake = () => peersHub(ctx.deps).wake(srv.id);
       } else {
-        wake = await queueActivation(ctx, tx, { connection_id: c.id, generation: c.connectGeneration });
+        await queueActivation(ctx, tx, { connection_id: c.id, generation: c.connectGeneration });
       }
     }
     if (changed) c.updatedAt = now;
@@ -236,7 +235,7 @@ export async function deleteConnection(
   ctx: ActorContext,
   input: TConnectionIdInput,
 ): Promise<TDeleteConnectionOutput> {
-  const repo = repositoryOf(ctx.deps);
+  const repo = repositoryOf(ctx.deps, 'vpn');
   const id = checkedId(input.id);
   const serverId = await repo.transaction(ctx.em, async (tx) => {
     const now = ctx.deps.clock.now();
@@ -247,7 +246,7 @@ export async function deleteConnection(
     if (c.status === 'active') {
       const srv = await repo.getServer(tx, c.server.id);
       storeUsage(c, now);
-      c.status = 'inactive';
+      transition(c, 'inactive');
       c.connectedAt = null;
       repo.recordEvent(tx, vpnDisconnected, toConnectionDetailDto(c, srv, now), c.organization.id, now);
     }
@@ -268,7 +267,7 @@ export async function disconnectOrganization(
   now: Date,
   deps: AppDeps,
 ): Promise<void> {
-  const repo = repositoryOf(deps);
+  const repo = repositoryOf(deps, 'vpn');
   const live = await repo.lockLiveConnectionsOf(tx, organization.id);
   // Its real servers stop serving at once: their tokens no longer authenticate, their peers go.
   await repo.retireOrganizationServers(tx, organization.id, now);
@@ -276,7 +275,7 @@ export async function disconnectOrganization(
   for (const c of live) {
     const wasActive = c.status === 'active';
     if (wasActive) storeUsage(c, now);
-    c.status = 'inactive';
+    transition(c, 'inactive');
     c.statusMessage = null;
     c.connectedAt = null;
     c.connectGeneration += 1;

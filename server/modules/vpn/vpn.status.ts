@@ -1,8 +1,9 @@
+import { canTransition, transition } from './vpn-connection-state.js';
 import { HANDSHAKE_ACTIVE_MS, type ConnectionStatus } from './vpn.constants.js';
 
 /**
- * How a connection on an agent server follows its agent's reports (docs/vpn-servers.md, "Status"): pure, so the
- * transitions are tested with a fake clock.
+ * How a connection on an agent server follows its agent's reports (docs/vpn-servers.md, "Status of a connection on a
+ * real server"): pure, so the transitions are tested with a fake clock.
  */
 
 /** One peer of a report: what `wg show <if> dump` says of it. */
@@ -66,9 +67,11 @@ export function settleStatus(c: ReportedState, now: Date): 'connected' | 'discon
     : now.getTime() - hs.getTime() < HANDSHAKE_ACTIVE_MS
       ? 'active'
       : 'inactive';
-  if (next === c.status) return null;
+  // A move the state machine does not have (none is known) leaves this connection as it is: one peer's odd report
+  // must not fail the whole report of its server's agent.
+  if (next === c.status || !canTransition(c.status, next)) return null;
   const was = c.status;
-  c.status = next;
+  transition(c, next);
   c.statusMessage = next === 'inactive' ? IDLE_MESSAGE : null;
   if (next === 'active') {
     c.connectedAt = hs;
@@ -82,7 +85,7 @@ export function settleStatus(c: ReportedState, now: Date): 'connected' | 'discon
 export function markUnreachable(c: ReportedState): 'disconnected' | null {
   if (c.status === 'error') return null;
   const was = c.status;
-  c.status = 'error';
+  transition(c, 'error');
   c.statusMessage = OFFLINE_MESSAGE;
   c.connectedAt = null;
   return was === 'active' ? 'disconnected' : null;

@@ -1,3 +1,4 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { formatDuration } from './webhook-durations.js';
 
@@ -14,7 +15,7 @@ export interface DisabledWebhook {
  * for `WEBHOOK_DISABLE_AFTER`, through the mail driver (docs/webhooks.md, "Webhooks"). Runs after the commit that disabled it.
  */
 export async function notifyAutoDisabled(deps: AppDeps, hooks: DisabledWebhook[]): Promise<void> {
-  const repository = deps.modules.webhooks.repository;
+  const repository = repositoryOf(deps, 'webhooks');
   const em = repository.fork();
   for (const hook of hooks) {
     const recipients = await repository.adminEmails(em, hook.organization_id);

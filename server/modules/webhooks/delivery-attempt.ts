@@ -1,9 +1,11 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import type { Config } from '../../config.js';
 import type { Em } from '../../db/orm.js';
 import { createSafeHttpClient, type SafeHttpClient } from '../../lib/safe-http.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { notifyAutoDisabled, type DisabledWebhook } from './auto-disable.js';
 import { nextRetryDelayMs } from './retry-schedule.js';
+import { assertCanTransition } from './webhook-delivery-state.js';
 import { isTestPayload } from './delivery-fanout.js';
 import { deliveryHeaders } from './webhook-signing.js';
 import type { OutcomeRow } from './webhooks.repository.js';
@@ -39,7 +41,7 @@ export const MAX_RESPONSE_BYTES = 64 * 1024;
 
 /**
  * The process's outbound client for webhooks (keep-alive sockets, SSRF checks at connect time):
- * `deps.modules.webhooks.http`, made at the first attempt and closed when the delivery worker stops.
+ * `runtimeOf(deps, 'webhooks').http`, made at the first attempt and closed when the delivery worker stops.
  */
 export class WebhookHttpClient {
   private client: SafeHttpClient | undefined;
@@ -78,7 +80,7 @@ export async function performAttempt(deps: AppDeps, t: AttemptTarget): Promise<A
   });
   let result;
   try {
-    result = await deps.modules.webhooks.http.get().post(t.url, body, headers);
+    result = await runtimeOf(deps, 'webhooks').http.get().post(t.url, body, headers);
   } catch (err) {
     deps.log.error({ err, deliveryId: t.deliveryId }, 'webhook attempt failed unexpectedly');
     result = { kind: 'error' as const, error: 'Request failed', blocked: false, timeMs: 0 };
@@ -120,8 +122,11 @@ function nextState(
 ): { status: OutcomeStatus; nextAttemptAt: Date | null } {
   const retryIn =
     o.success || o.gone ? undefined : nextRetryDelayMs(deps.config.webhook.retryScheduleMs, attempt);
+  const status = o.success ? 'success' : retryIn === undefined ? 'failed' : 'pending';
+  // The attempt was made on a claimed delivery, which is pending (writeOutcomes guards the row the same way).
+  assertCanTransition({ status: 'pending' }, status);
   return {
-    status: o.success ? 'success' : retryIn === undefined ? 'failed' : 'pending',
+    status,
     nextAttemptAt: retryIn === undefined ? null : new Date(o.at.getTime() + retryIn),
   };
 }
@@ -138,7 +143,7 @@ export async function recordOutcomes(
   items: OutcomeInput[],
 ): Promise<RecordedOutcome[]> {
   if (items.length === 0) return [];
-  const repository = deps.modules.webhooks.repository;
+  const repository = repositoryOf(deps, 'webhooks');
   const states = items.map((i) => nextState(deps, i.target.attempt, i.outcome));
   const rows: OutcomeRow[] = items.map((item, k) => {
     const { outcome: o, target: t } = item;
@@ -157,8 +162,9 @@ export async function recordOutcomes(
   });
   const gone = items.filter((i) => i.outcome.gone);
   const write = async (tx: Em) => {
-    // A success ends its webhook's run of failures (`failing_since`), in the same statement; a failure after it in
-    // this batch starts a new run (trackFailureRuns).
+    // A success ends its webhook's run of failures (`failing_since`) in the same statement, unless that run began
+    // after the success (outcomes of concurrent attempts are recorded in any order); a failure after it in this
+    // batch starts a new run (trackFailureRuns).
     const changed = await repository.writeOutcomes(tx, rows);
     const done = new Set(changed.map((r) => r.id));
     for (const g of gone) {
@@ -209,7 +215,7 @@ async function trackFailureRuns(deps: AppDeps, tx: Em, recorded: OutcomeInput[])
   }
   const failing = [...runs].filter(([, r]) => r.failingSince !== undefined);
   if (failing.length === 0) return [];
-  const repository = deps.modules.webhooks.repository;
+  const repository = repositoryOf(deps, 'webhooks');
   const runRows = await repository.trackFailureRuns(
     tx,
     failing.map(([id, r]) => ({

@@ -1,3 +1,4 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import { WakeSignal } from '../../lib/wake-signal.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { openWebhookSecret } from './webhook-secrets.js';
@@ -118,7 +119,7 @@ export class DeliveryWorker {
     this.nudge();
     await this.loopDone;
     await Promise.all([...this.inFlightDone]);
-    this.deps.modules.webhooks.http.close();
+    runtimeOf(this.deps, 'webhooks').http.close();
   }
 
   nudge(): void {
@@ -127,7 +128,7 @@ export class DeliveryWorker {
 
   /** The module's data access (webhooks.repository.ts), built by the module's `create` with this worker. */
   private get repository(): WebhooksRepository {
-    return this.deps.modules.webhooks.repository;
+    return repositoryOf(this.deps, 'webhooks');
   }
 
   private async loop(): Promise<void> {

@@ -1,3 +1,4 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { DELIVERY_RETENTION_DAYS } from './webhooks.constants.js';
 
@@ -5,7 +6,7 @@ const DAY_MS = 86_400_000;
 
 /** Drops the previous secrets whose overlap has ended (signing already ignores them). */
 export async function dropExpiredSecrets(deps: AppDeps): Promise<number> {
-  return deps.modules.webhooks.repository.dropExpiredSecrets(deps.clock.now());
+  return repositoryOf(deps, 'webhooks').dropExpiredSecrets(deps.clock.now());
 }
 
 /** Rows removed per statement by the retention purge. */
@@ -17,7 +18,7 @@ const PURGE_CHUNK = 5000;
  */
 export async function purgeOldDeliveries(deps: AppDeps): Promise<number> {
   const cutoff = new Date(deps.clock.now().getTime() - DELIVERY_RETENTION_DAYS * DAY_MS);
-  const repository = deps.modules.webhooks.repository;
+  const repository = repositoryOf(deps, 'webhooks');
   const em = repository.fork();
   let total = 0;
   for (;;) {

@@ -1,17 +1,18 @@
+import { repositoryOf } from '../../kit/runtime.js';
 import { decryptSecret, encryptSecret, isEncryptedSecret } from '../../lib/crypto.js';
 import type { AppDeps } from '../../kit/deps.js';
 
 /**
- * Webhook signing secrets are stored encrypted (AES-256-GCM with the at-rest key, `deps.keys.twoFactor`; see
+ * Webhook signing secrets are stored encrypted (AES-256-GCM with the at-rest key, `deps.keys.secrets`; see
  * docs/security.md). A secret stored before that (it begins `whsec_`, which no ciphertext does) is read as it is and
  * encrypted by the start-up step (encryptClearWebhookSecrets) or the next rotation.
  */
 export function sealWebhookSecret(deps: Pick<AppDeps, 'keys'>, secret: string): string {
-  return encryptSecret(deps.keys.twoFactor, secret);
+  return encryptSecret(deps.keys.secrets, secret);
 }
 
 export function openWebhookSecret(deps: Pick<AppDeps, 'keys'>, stored: string): string {
-  return isEncryptedSecret(stored) ? decryptSecret(deps.keys.twoFactor, stored) : stored;
+  return isEncryptedSecret(stored) ? decryptSecret(deps.keys.secrets, stored) : stored;
 }
 
 /**
@@ -19,7 +20,7 @@ export function openWebhookSecret(deps: Pick<AppDeps, 'keys'>, stored: string): 
  * it still holds the value read, so a rotation by another process meanwhile wins. Returns how many were encrypted.
  */
 export async function encryptClearWebhookSecrets(deps: AppDeps): Promise<number> {
-  const repository = deps.modules.webhooks.repository;
+  const repository = repositoryOf(deps, 'webhooks');
   const em = repository.fork();
   const rows = await repository.clearSecrets(em);
   const seal = (v: string | null) => (v === null || isEncryptedSecret(v) ? v : sealWebhookSecret(deps, v));

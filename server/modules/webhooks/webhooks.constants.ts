@@ -15,7 +15,7 @@ export type DeliveryEventType = (typeof DELIVERY_EVENT_TYPES)[number];
 /** Webhooks per organization at most: enough for any integration, bounded fan-out per event. */
 export const MAX_WEBHOOKS_PER_ORGANIZATION = 100;
 
-/** The name of the delivery worker's entry in the manifest; the worker is `deps.modules.webhooks.deliveryWorker`. */
+/** The name of the delivery worker's entry in the manifest; the worker is `runtimeOf(deps, 'webhooks').deliveryWorker`. */
 export const DELIVERY_WORKER = 'webhooks.deliveries';
 
 /** Deliveries are kept this many days (docs/webhooks.md, "Webhooks"); `recover` reaches as far back. */

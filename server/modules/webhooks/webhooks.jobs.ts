@@ -1,4 +1,4 @@
-import { defineJob } from '../../kit/jobs.js';
+import { defineJob, noPayload } from '../../kit/jobs.js';
 import { dropExpiredSecrets, purgeOldDeliveries } from './webhook-retention.js';
 
 /**
@@ -11,7 +11,7 @@ export const dropExpiredSecretsJob = defineJob(
     const n = await dropExpiredSecrets(deps);
     if (n > 0) deps.log.info({ webhooks: n }, 'dropped expired previous webhook secrets');
   },
-  { cron: '7 * * * *' },
+  { cron: '7 * * * *', payload: noPayload },
 );
 
 /** Deliveries older than 30 days are removed (docs/webhooks.md, "Webhooks"). */
@@ -21,5 +21,5 @@ export const purgeDeliveriesJob = defineJob(
     const n = await purgeOldDeliveries(deps);
     if (n > 0) deps.log.info({ purged: n }, 'purged webhook deliveries older than 30 days');
   },
-  { cron: '41 * * * *' },
+  { cron: '41 * * * *', payload: noPayload },
 );

@@ -1,3 +1,4 @@
+import { runtimeOf } from '../../kit/runtime.js';
 import type { Config } from '../../config.js';
 import type { AppDeps } from '../../kit/deps.js';
 import { defineModule, type ModuleManifest, type RunningWorker } from '../../kit/module.js';
@@ -30,7 +31,13 @@ export interface WebhooksRuntime {
   readonly http: WebhookHttpClient;
 }
 
-// Typed by its name and runtime (not inferred): the type of `deps.modules` is derived from it.
+declare module '../../kit/deps.js' {
+  interface ModuleRuntimes {
+    webhooks: WebhooksRuntime;
+  }
+}
+
+// Typed by its name and runtime (not inferred): server/modules.ts checks them against `ModuleRuntimes` above.
 export const webhooksModule: ModuleManifest<'webhooks', WebhooksRuntime> = defineModule({
   name: 'webhooks',
   router: webhooksRouter,
@@ -52,7 +59,7 @@ export const webhooksModule: ModuleManifest<'webhooks', WebhooksRuntime> = defin
     {
       name: DELIVERY_WORKER,
       async start(deps: AppDeps): Promise<RunningWorker> {
-        const worker = deps.modules.webhooks.deliveryWorker;
+        const worker = runtimeOf(deps, 'webhooks').deliveryWorker;
         worker.start();
         return worker;
       },
@@ -70,8 +77,8 @@ export const webhooksModule: ModuleManifest<'webhooks', WebhooksRuntime> = defin
   },
   encryptAtRest: encryptClearWebhookSecrets,
   atRest: [
-    { table: WEBHOOKS_TABLES.webhooks, column: 'secret', key: 'twoFactor' },
-    { table: WEBHOOKS_TABLES.webhooks, column: 'previous_secret', key: 'twoFactor' },
+    { table: WEBHOOKS_TABLES.webhooks, column: 'secret', key: 'secrets' },
+    { table: WEBHOOKS_TABLES.webhooks, column: 'previous_secret', key: 'secrets' },
   ],
   // Its tables, named from the entities; removal waits for the first attempts (webhooks.repository.ts).
   organizationRows: WEBHOOKS_ORGANIZATION_ROWS,
@@ -79,7 +86,7 @@ export const webhooksModule: ModuleManifest<'webhooks', WebhooksRuntime> = defin
     {
       name: 'webhooks.fan-out',
       handle: fanOutToWebhooks,
-      afterCommit: (deps) => deps.modules.webhooks.deliveryWorker.nudge(),
+      afterCommit: (deps) => runtimeOf(deps, 'webhooks').deliveryWorker.nudge(),
     },
   ],
 });

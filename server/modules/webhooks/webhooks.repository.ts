@@ -8,15 +8,16 @@ import { findCursorPage, type CursorPaged } from '../../db/pagination.js';
 import type { OrganizationRows } from '../../kit/module.js';
 import type { DisabledWebhook } from './auto-disable.js';
 import { WebhookDelivery, WebhookDeliverySchema } from './webhook-delivery.entity.js';
+import { movesSql, statusesBefore, statusListSql } from './webhook-delivery-state.js';
 import { Webhook, WebhookSchema } from './webhook.entity.js';
 import type { DeliveryStatus } from './webhooks.constants.js';
 import type { StatsRow } from './webhooks.dto.js';
 
 /**
- * Every read and write of the webhooks module's tables (docs/adding-a-module.md, "Data access"): the service, the
+ * Every read and write of the webhooks module's tables (docs/adding-a-module.md, "Checklist", step 3): the service, the
  * fan-out, the delivery worker, the jobs and the manifest go through a {@link WebhooksRepository}, never through the
  * ORM or SQL themselves. The process gets the MikroORM one ({@link MikroOrmWebhooksRepository}) from the module's
- * `create` (`deps.modules.webhooks.repository`). The manifest's hooks and the outbox handler, which are given a unit
+ * `create` (`repositoryOf(deps, 'webhooks')`). The manifest's hooks and the outbox handler, which are given a unit
  * of work but not the process's dependencies, call the functions exported at the end of this file.
  *
  * A unit of work is an `Em` to the caller: opaque, handed back to the repository (and to the kit's functions that
@@ -200,11 +201,18 @@ export interface WebhooksRepository {
   failDeliveriesOfInactiveWebhooks(now: Date): Promise<void>;
   /** When the next pending delivery is due, if any. */
   nextDueAt(): Promise<Date | string | null>;
-  /** Writes outcomes still guarded by their attempt; a success ends its webhook's run of failures. The ids written. */
+  /**
+   * Writes outcomes still guarded by their attempt; a success ends its webhook's run of failures unless the run began
+   * after it (a later attempt's failure recorded first). The ids written.
+   */
   writeOutcomes(tx: Em, rows: readonly OutcomeRow[]): Promise<{ id: string }[]>;
   /** The receiver answered 410: the webhook is disabled. */
   disableGone(tx: Em, webhookId: string, at: Date): Promise<void>;
-  /** Starts or continues the webhooks' runs of failures; their state after it. */
+  /**
+   * Starts or continues the webhooks' runs of failures; their state after it. `reset`: a success of the batch ended
+   * the stored run, so the run starts at the batch's first failure after it, or earlier when a failure after that
+   * success was recorded first.
+   */
   trackFailureRuns(
     tx: Em,
     rows: readonly FailureRunRow[],
@@ -423,7 +431,7 @@ export class MikroOrmWebhooksRepository extends MikroOrmRepository implements We
               "last_error" = 'Not attempted: the webhook is no longer active'
          from "${T.webhooks}" w
         where w."id" = d."webhook_id" and w."status" <> 'active'
-          and d."status" = 'pending' and d."next_attempt_at" <= ?`,
+          and d."status" in ${statusListSql(statusesBefore('failed'))} and d."next_attempt_at" <= ?`,
       [now, now],
     );
   }
@@ -460,12 +468,14 @@ export class MikroOrmWebhooksRepository extends MikroOrmRepository implements We
               "fair_at" = coalesce(v.next_at::timestamptz, d."fair_at")
          from (values ${rows.join(', ')})
               as v(id, attempts, status, next_at, at, delivered_at, response_status, response_time_ms, last_error)
-        where d."id" = v.id and d."attempts" = v.attempts::int and d."status" = 'pending'
-        returning d."id", d."webhook_id", d."status"
+        where d."id" = v.id and d."attempts" = v.attempts::int and (d."status", v.status) in ${movesSql()}
+        returning d."id", d."webhook_id", d."status", v.at::timestamptz as "at"
        ), ended_runs as (
        update "${T.webhooks}" w set "failing_since" = null
         where w."failing_since" is not null
-          and w."id" in (select "webhook_id" from done where "status" = 'success')
+          and exists (select 1 from done
+                       where done."webhook_id" = w."id" and done."status" = 'success'
+                         and done."at" >= w."failing_since")
        )
        select "id" from done`,
       values,
@@ -490,7 +500,8 @@ export class MikroOrmWebhooksRepository extends MikroOrmRepository implements We
     });
     return tx.execute<{ id: string; failing_since: Date | string; status: string }[]>(
       `update "${T.webhooks}" w
-        set "failing_since" = case when v.mode = 'reset' then v.since::timestamptz
+        set "failing_since" = case when v.mode = 'reset'
+                                   then least(coalesce(w."failing_since", v.since::timestamptz), v.since::timestamptz)
                                    else coalesce(w."failing_since", v.since::timestamptz) end
        from (values ${rows.join(', ')}) as v(id, since, mode, last_at)
       where w."id" = v.id

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { EVENT_TYPES } from '../../events/event-types.js';
-import { cursorQueryShape, cursorResponseShape } from '../../lib/pagination.js';
-import { zPathId } from '../../lib/schema.js';
+import { cursorQueryShape, cursorResponse } from '../../lib/pagination.js';
+import { okResponse, zPathId } from '../../lib/schema.js';
 import {
   DELIVERY_EVENT_TYPES,
   DELIVERY_STATUSES,
@@ -210,44 +210,34 @@ export const ZDelivery = z
   .meta({ id: 'WebhookDelivery' });
 export type TDelivery = z.infer<typeof ZDelivery>;
 
-export const ZListWebhooksOutput = z.object({
-  success: z.literal(true),
+export const ZListWebhooksOutput = okResponse({
   webhooks: z.array(ZWebhookSummary),
   total: z.number().int(),
 });
 
-export const ZWebhookOutput = z.object({ success: z.literal(true), webhook: ZWebhookDetail });
+export const ZWebhookOutput = okResponse({ webhook: ZWebhookDetail });
 
-export const ZDeleteWebhookOutput = z.object({
-  success: z.literal(true),
+export const ZDeleteWebhookOutput = okResponse({
   message: z.string(),
   id: z.string(),
   webhook_id: z.string(),
 });
 
-export const ZListDeliveriesOutput = z.object({
-  success: z.literal(true),
-  deliveries: z.array(ZDelivery),
-  ...cursorResponseShape,
-});
+export const ZListDeliveriesOutput = cursorResponse('deliveries', ZDelivery);
 
-export const ZTestWebhookOutput = z.object({
-  success: z.literal(true),
+export const ZTestWebhookOutput = okResponse({
   delivery: ZDelivery.describe('The test delivery, with the outcome of its single attempt'),
 });
 
-export const ZRedeliverOutput = z.object({
-  success: z.literal(true),
+export const ZRedeliverOutput = okResponse({
   delivery: ZDelivery.describe('The new delivery, `pending`, of the same event (same `event_id` and body)'),
 });
 
-export const ZRecoverOutput = z.object({
-  success: z.literal(true),
+export const ZRecoverOutput = okResponse({
   deliveries_queued: z.number().int().describe('New deliveries queued, one per failed delivery recovered'),
 });
 
-export const ZRotateSecretOutput = z.object({
-  success: z.literal(true),
+export const ZRotateSecretOutput = okResponse({
   webhook: ZWebhookDetail,
   secret: z.string().describe('The new signing secret, `whsec_…`: shown in this response only'),
 });

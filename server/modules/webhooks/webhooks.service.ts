@@ -1,3 +1,4 @@
+import { repositoryOf, runtimeOf } from '../../kit/runtime.js';
 import type { Em } from '../../db/orm.js';
 import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
@@ -15,7 +16,7 @@ import {
 import { dropExpiredSecretsJob } from './webhooks.jobs.js';
 import { toDeliveryDto, toWebhookDetailDto, toWebhookSummaryDto, type StatsRow } from './webhooks.dto.js';
 import type { Webhook } from './webhook.entity.js';
-import type { WebhooksRepository } from './webhooks.repository.js';
+
 import type {
   TCreateWebhookInput,
   TListDeliveriesInput,
@@ -35,14 +36,9 @@ async function assertSafeUrl(deps: AppDeps, url: string): Promise<void> {
   }
 }
 
-/** The module's data access (webhooks.repository.ts), as the module's `create` built it for this process. */
-export function repositoryOf(deps: AppDeps): WebhooksRepository {
-  return deps.modules.webhooks.repository;
-}
-
 export async function getWebhookOrThrow(ctx: ActorContext, id: string): Promise<Webhook> {
   if (!isId('wh', id)) throw notFound('Webhook');
-  const hook = await repositoryOf(ctx.deps).findWebhook(ctx.em, ctx.actor.organizationId, id);
+  const hook = await repositoryOf(ctx.deps, 'webhooks').findWebhook(ctx.em, ctx.actor.organizationId, id);
   if (!hook) throw notFound('Webhook');
   return hook;
 }
@@ -55,13 +51,13 @@ function deliveryStats(
   webhookIds: string[],
   now: Date,
 ): Promise<Map<string, StatsRow>> {
-  return repositoryOf(deps).deliveryStats(em, webhookIds, new Date(now.getTime() - 30 * DAY_MS));
+  return repositoryOf(deps, 'webhooks').deliveryStats(em, webhookIds, new Date(now.getTime() - 30 * DAY_MS));
 }
 
 // ---------- use cases ----------
 
 export async function listWebhooks(ctx: ActorContext) {
-  const hooks = await repositoryOf(ctx.deps).listWebhooks(ctx.em, ctx.actor.organizationId);
+  const hooks = await repositoryOf(ctx.deps, 'webhooks').listWebhooks(ctx.em, ctx.actor.organizationId);
   const stats = await deliveryStats(
     ctx.deps,
     ctx.em,
@@ -80,7 +76,7 @@ export async function listWebhooks(ctx: ActorContext) {
 export async function createWebhook(ctx: ActorContext, input: TCreateWebhookInput) {
   const { actor } = ctx;
   await assertSafeUrl(ctx.deps, input.url);
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'webhooks');
   const count = await repository.countWebhooks(ctx.em, actor.organizationId);
   if (count >= MAX_WEBHOOKS_PER_ORGANIZATION) {
     throw conflict(
@@ -125,20 +121,20 @@ export async function updateWebhook(ctx: ActorContext, input: TUpdateWebhookInpu
   // Enabled again (also after an auto-disable): a new run of failures starts from nothing.
   if (input.active === true) hook.failingSince = null;
   hook.updatedAt = ctx.deps.clock.now();
-  await repositoryOf(ctx.deps).save(ctx.em);
+  await repositoryOf(ctx.deps, 'webhooks').save(ctx.em);
   return getWebhook(ctx, hook.id);
 }
 
 export async function deleteWebhook(ctx: ActorContext, id: string) {
   const hook = await getWebhookOrThrow(ctx, id);
   // Its deliveries go with it (on delete cascade); an attempt in flight finds nothing to record.
-  await repositoryOf(ctx.deps).deleteWebhook(ctx.em, hook.id);
+  await repositoryOf(ctx.deps, 'webhooks').deleteWebhook(ctx.em, hook.id);
   return { success: true as const, message: 'Webhook deleted', id: hook.id, webhook_id: hook.id };
 }
 
 export async function listDeliveries(ctx: ActorContext, input: TListDeliveriesInput) {
   const hook = await getWebhookOrThrow(ctx, input.id);
-  const page = await repositoryOf(ctx.deps).listDeliveries(
+  const page = await repositoryOf(ctx.deps, 'webhooks').listDeliveries(
     ctx.em,
     { webhookId: hook.id, status: input.status, eventType: input.event_type },
     input,
@@ -185,7 +181,7 @@ export async function testWebhook(ctx: ActorContext, input: TTestWebhookInput) {
         ? openWebhookSecret(ctx.deps, hook.previousSecret)
         : null,
   });
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'webhooks');
   const delivery = repository.createDelivery(ctx.em, {
     id: deliveryId,
     webhook: hook,
@@ -230,7 +226,7 @@ function assertActive(hook: Webhook, action: string): void {
 
 /** Wakes this process's delivery worker after a commit that queued deliveries (others find them by polling). */
 function nudgeWorker(deps: AppDeps): void {
-  deps.modules.webhooks.deliveryWorker.nudge();
+  runtimeOf(deps, 'webhooks').deliveryWorker.nudge();
 }
 
 /**
@@ -239,7 +235,7 @@ function nudgeWorker(deps: AppDeps): void {
  */
 export async function redeliver(ctx: ActorContext, input: TRedeliverInput) {
   const hook = await getWebhookOrThrow(ctx, input.id);
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'webhooks');
   const original = input.delivery_id.startsWith('del_')
     ? await repository.findDelivery(ctx.em, hook.id, input.delivery_id)
     : null;
@@ -283,7 +279,7 @@ export async function recover(ctx: ActorContext, input: TRecoverInput) {
   if (until.getTime() < since.getTime()) throw validation('until', 'until must not be before since');
   assertActive(hook, 'recover deliveries');
 
-  const repository = repositoryOf(ctx.deps);
+  const repository = repositoryOf(ctx.deps, 'webhooks');
   const queued = await repository.transaction(ctx.em, async (tx) => {
     const originals = await repository.markRecovered(tx, hook.id, since, until, now);
     if (originals.length === 0) return 0;
@@ -326,8 +322,8 @@ export async function rotateSecret(ctx: ActorContext, input: TRotateSecretInput)
   hook.previousSecret = overlapMs > 0 ? sealWebhookSecret(ctx.deps, replaced) : null;
   hook.previousSecretExpiresAt = overlapMs > 0 ? new Date(now.getTime() + overlapMs) : null;
   hook.updatedAt = now;
-  await repositoryOf(ctx.deps).save(ctx.em);
-  ctx.deps.modules.webhooks.deliveryWorker.noteRotation(
+  await repositoryOf(ctx.deps, 'webhooks').save(ctx.em);
+  runtimeOf(ctx.deps, 'webhooks').deliveryWorker.noteRotation(
     hook.id,
     secret,
     overlapMs > 0 ? replaced : null,

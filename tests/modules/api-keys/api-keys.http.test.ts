@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import type { AnyTRPCProcedure } from '@trpc/server';
 import { PERMISSIONS } from '../../../server/access/permissions.js';

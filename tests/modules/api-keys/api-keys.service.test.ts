@@ -1,12 +1,13 @@
+// Test tier: unit
 import { expect } from 'chai';
 import type { Actor } from '../../../server/access/actor.js';
 import type { Permission } from '../../../server/access/permissions.js';
-import type { Em } from '../../../server/db/orm.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
 import { sha256Hex } from '../../../server/lib/crypto.js';
 import { MAX_KEYS_PER_ORGANIZATION } from '../../../server/modules/api-keys/api-keys.constants.js';
 import * as apiKeys from '../../../server/modules/api-keys/api-keys.service.js';
 import { InMemoryApiKeysRepository } from './in-memory-api-keys.repository.js';
+import { NO_EM } from '../../support/in-memory.js';
 import { appRejection, unitActor } from '../../support/unit.js';
 
 /** The api-keys service against an in-memory repository (./in-memory-api-keys.repository.ts): no server, no database. */
@@ -19,7 +20,7 @@ function harness() {
     modules: { apiKeys: { repository: repo } },
   } as unknown as AppDeps;
   const ctx = (actor: Actor): ActorContext => ({
-    em: {} as Em,
+    em: NO_EM,
     deps,
     actor,
     requestId: 'req',

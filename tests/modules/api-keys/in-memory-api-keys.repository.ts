@@ -1,19 +1,17 @@
 import type { Actor } from '../../../server/access/actor.js';
+import { Organization } from '../../../server/access/organization.entity.js';
+import { User } from '../../../server/access/user.entity.js';
 import type { Em } from '../../../server/db/orm.js';
 import type { Paged } from '../../../server/db/pagination.js';
 import type { PageRequest } from '../../../server/lib/pagination.js';
-import type { ApiKey } from '../../../server/modules/api-keys/api-key.entity.js';
+import { ApiKey } from '../../../server/modules/api-keys/api-key.entity.js';
 import type { ApiKeysRepository, NewApiKey } from '../../../server/modules/api-keys/api-keys.repository.js';
-
-/** The unit of work of the in-memory repository: nothing (rows change in place; no rollback). */
-const NO_EM = {} as Em;
-
-const newestFirst = (a: ApiKey, b: ApiKey) =>
-  b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+import { NO_EM, newestFirst, reference, row } from '../../support/in-memory.js';
 
 /**
  * The api-keys repository (server/modules/api-keys/api-keys.repository.ts) over an array, for unit tests of the
- * service: no database, no server. Rows are plain objects shaped as the entity; a transaction runs its work as it is.
+ * service: no database, no server; held to the MikroORM repository by ./api-keys.repository-contract.ts. Rows are
+ * entity instances; a transaction runs its work as it is.
  */
 export class InMemoryApiKeysRepository implements ApiKeysRepository {
   readonly keys: ApiKey[] = [];
@@ -41,10 +39,10 @@ export class InMemoryApiKeysRepository implements ApiKeysRepository {
   }
 
   createKey(_tx: Em, k: NewApiKey): ApiKey {
-    const key = {
+    const key = row(ApiKey, {
       id: k.id,
-      organization: { id: k.organizationId },
-      createdBy: { id: k.createdById },
+      organization: reference(Organization, k.organizationId),
+      createdBy: reference(User, k.createdById),
       name: k.name,
       prefix: k.prefix,
       secretHash: k.secretHash,
@@ -54,7 +52,7 @@ export class InMemoryApiKeysRepository implements ApiKeysRepository {
       revokedAt: null,
       createdAt: k.now,
       updatedAt: k.now,
-    } as unknown as ApiKey;
+    });
     this.keys.push(key);
     return key;
   }

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { URI, type TOTP } from 'otpauth';
 import { MemoryMailDriver } from '../../../server/mail/mail-driver.js';
@@ -7,6 +8,7 @@ import { http } from '../../support/http.js';
 import { sessionIdOf } from '../../support/security-fixtures.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
+import { waitFor } from '../../support/wait.js';
 
 /** docs/accounts-and-sessions.md, "Accounts and sessions": password change and reset, the list of sessions, their absolute lifetime. */
 describe('accounts and sessions (docs/accounts-and-sessions.md, "Accounts and sessions")', function () {
@@ -45,16 +47,14 @@ describe('accounts and sessions (docs/accounts-and-sessions.md, "Accounts and se
 
   /** The reset mail's token once the job sent it. */
   async function mailedResetToken(email: string): Promise<string> {
-    for (let i = 0; i < 200; i++) {
-      const mail = outbox.sent.find((m) => m.to === email && m.kind === 'password_reset');
-      if (mail) {
-        const link = /(https?:\/\/\S+\/reset-password\?token=\S+)/.exec(mail.text)![1]!;
-        expect(mail.link).to.equal(link);
-        return new URL(link).searchParams.get('token')!;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`no reset mail to ${email}`);
+    const mail = await waitFor(
+      `a reset mail to ${email}`,
+      () => outbox.sent.find((m) => m.to === email && m.kind === 'password_reset'),
+      { timeoutMs: 10_000 },
+    );
+    const link = /(https?:\/\/\S+\/reset-password\?token=\S+)/.exec(mail.text)![1]!;
+    expect(mail.link).to.equal(link);
+    return new URL(link).searchParams.get('token')!;
   }
 
   describe('POST /auth/password', () => {

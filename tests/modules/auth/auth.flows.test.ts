@@ -1,3 +1,4 @@
+// Test tier: server
 import { createHash, createHmac, generateKeyPairSync } from 'node:crypto';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';

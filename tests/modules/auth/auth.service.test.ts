@@ -1,12 +1,13 @@
+// Test tier: unit
 import { expect } from 'chai';
 import type { Actor } from '../../../server/access/actor.js';
-import type { User } from '../../../server/access/user.entity.js';
-import type { Em } from '../../../server/db/orm.js';
+import { User } from '../../../server/access/user.entity.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
 import { purgeExpiredSessions } from '../../../server/modules/auth/auth.service.js';
 import * as sessions from '../../../server/modules/auth/sessions.service.js';
 import { InMemorySessionsRepository } from './in-memory-sessions.repository.js';
-import { appRejection } from '../../support/unit.js';
+import { NO_EM, reference } from '../../support/in-memory.js';
+import { actorOf, appRejection } from '../../support/unit.js';
 
 /**
  * The login sessions of the auth module (sessions.service.ts, and the purge of auth.service.ts) against an in-memory
@@ -24,7 +25,7 @@ function harness() {
     modules: { auth: { repository: repo } },
   } as unknown as AppDeps;
   const ctx = (actor: Actor): ActorContext => ({
-    em: {} as Em,
+    em: NO_EM,
     deps,
     actor,
     requestId: 'req',
@@ -35,10 +36,10 @@ function harness() {
   /** A session of `userId` opened `ago` ms before now, expiring `ttl` ms after now. */
   const open = (userId: string, ago: number, ttl = 30 * DAY) => {
     const now = clock.t;
-    return repo.createSession({} as Em, {
+    return repo.createSession(NO_EM, {
       id: `ses_${String(++n).padStart(4, '0')}`,
       now: new Date(now - ago),
-      user: { id: userId } as User,
+      user: reference(User, userId),
       expiresAt: new Date(now + ttl),
       ip: '10.0.0.1',
       userAgent: 'test',
@@ -47,8 +48,10 @@ function harness() {
   return { repo, clock, ctx, open };
 }
 
-const actorOf = (userId: string, sessionId: string) =>
-  ({ userId, organizationId: 'org_1', sessionId, permissions: new Set() }) as unknown as Actor;
+const sessionActor = (userId: string, sessionId: string): Actor => ({
+  ...actorOf('org_1', userId, 'member'),
+  sessionId,
+});
 
 describe('auth sessions service (in-memory repository)', () => {
   it("lists the caller's live sessions newest first and marks the current one", async () => {
@@ -57,7 +60,7 @@ describe('auth sessions service (in-memory repository)', () => {
     const current = h.open('usr_a', HOUR);
     h.open('usr_a', 3 * HOUR, -1); // expired
     h.open('usr_b', 0); // someone else's
-    const out = await sessions.listSessions(h.ctx(actorOf('usr_a', current.id)));
+    const out = await sessions.listSessions(h.ctx(sessionActor('usr_a', current.id)));
     expect(out.total).to.equal(2);
     expect(out.sessions.map((s) => [s.id, s.current])).to.deep.equal([
       [current.id, true],
@@ -70,7 +73,7 @@ describe('auth sessions service (in-memory repository)', () => {
     const h = harness();
     const mine = h.open('usr_a', HOUR);
     const theirs = h.open('usr_b', HOUR);
-    const ctx = h.ctx(actorOf('usr_a', 'ses_current'));
+    const ctx = h.ctx(sessionActor('usr_a', 'ses_current'));
     expect((await appRejection(sessions.revokeSession(ctx, 'not-an-id'))).code).to.equal('NOT_FOUND');
     expect((await appRejection(sessions.revokeSession(ctx, theirs.id))).code).to.equal('NOT_FOUND');
     expect(theirs.revokedAt).to.equal(null);
@@ -88,10 +91,10 @@ describe('auth sessions service (in-memory repository)', () => {
     const a = h.open('usr_a', HOUR);
     const b = h.open('usr_a', 2 * HOUR);
     const other = h.open('usr_b', HOUR);
-    const kept = await sessions.revokeAllSessions(h.ctx(actorOf('usr_a', a.id)), { keep_current: true });
+    const kept = await sessions.revokeAllSessions(h.ctx(sessionActor('usr_a', a.id)), { keep_current: true });
     expect(kept).to.deep.equal({ success: true, message: 'Every other session is signed out', revoked: 1 });
     expect([a.revokedAt, b.revokedAt !== null]).to.deep.equal([null, true]);
-    const all = await sessions.revokeAllSessions(h.ctx(actorOf('usr_a', a.id)), { keep_current: false });
+    const all = await sessions.revokeAllSessions(h.ctx(sessionActor('usr_a', a.id)), { keep_current: false });
     expect(all.revoked).to.equal(1);
     expect(a.revokedAt).to.not.equal(null);
     expect(other.revokedAt).to.equal(null);
@@ -104,7 +107,7 @@ describe('auth sessions service (in-memory repository)', () => {
     const revoked = h.open('usr_a', HOUR);
     revoked.revokedAt = new Date(h.clock.t - 2 * DAY);
     const live = h.open('usr_a', HOUR);
-    expect(await purgeExpiredSessions(h.ctx(actorOf('usr_a', live.id)).deps)).to.equal(2);
+    expect(await purgeExpiredSessions(h.ctx(sessionActor('usr_a', live.id)).deps)).to.equal(2);
     expect(h.repo.sessions.map((s) => s.id)).to.deep.equal([recent.id, live.id]);
     expect(expired.id).to.not.be.oneOf(h.repo.sessions.map((s) => s.id));
   });

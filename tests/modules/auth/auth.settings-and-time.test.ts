@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';

@@ -1,8 +1,12 @@
-import type { LoginSession } from '../../../server/access/session.entity.js';
+import { LoginSession } from '../../../server/access/session.entity.js';
 import type { Em } from '../../../server/db/orm.js';
 import type { AuthRepository, NewSession } from '../../../server/modules/auth/auth.repository.js';
+import { row } from '../../support/in-memory.js';
 
-/** What of the auth repository the sessions service (server/modules/auth/sessions.service.ts) uses. */
+/**
+ * What of the auth repository the sessions service (server/modules/auth/sessions.service.ts) and the purge use: the
+ * rest of the auth repository (sign-in, tokens, two-factor) is exercised on the database.
+ */
 export type SessionsRepository = Pick<
   AuthRepository,
   'createSession' | 'liveSessions' | 'revokeLiveSession' | 'revokeSessionsOf' | 'purgeSessions'
@@ -12,13 +16,14 @@ const live = (s: LoginSession, now: Date) => !s.revokedAt && s.expiresAt > now;
 
 /**
  * The login-session part of the auth repository (server/modules/auth/auth.repository.ts) over an array, for unit
- * tests of the sessions service: no database, no server. Rows are plain objects shaped as the entity.
+ * tests of the sessions service: no database, no server; held to the MikroORM repository by
+ * ./sessions.repository-contract.ts. Rows are entity instances.
  */
 export class InMemorySessionsRepository implements SessionsRepository {
   readonly sessions: LoginSession[] = [];
 
   createSession(_tx: Em, s: NewSession): LoginSession {
-    const session = {
+    const session = row(LoginSession, {
       id: s.id,
       createdAt: s.now,
       updatedAt: s.now,
@@ -28,7 +33,7 @@ export class InMemorySessionsRepository implements SessionsRepository {
       ip: s.ip,
       userAgent: s.userAgent,
       lastUsedAt: s.now,
-    } as unknown as LoginSession;
+    });
     this.sessions.push(session);
     return session;
   }

@@ -40,16 +40,6 @@ export function expectConsistentInvoice(invoice: any): void {
   }
 }
 
-export async function waitUntil<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** A link the API made under PUBLIC_BASE_URL, sent to the test server (which listens on a port of its own). */
 export function local(baseUrl: string, url: string): string {
   const u = new URL(url);

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { FakeClock } from '../../support/fake-clock.js';
 import { createOrg, signedIn } from '../../support/factories.js';

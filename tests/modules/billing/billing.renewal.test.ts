@@ -1,3 +1,4 @@
+// Test tier: server
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,8 +23,8 @@ import {
   changePlan,
   expectConsistentInvoice,
   ownDatabase,
-  waitUntil,
 } from './billing-helpers.js';
+import { waitFor } from '../../support/wait.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 
 async function invoicesOf(s: TestServer, token: string, query = '') {
@@ -55,9 +56,16 @@ describe('billing renewals on the job queue (BILLING_PERIOD of a second)', funct
   it('issues one paid invoice per period, contiguous periods, gapless numbers, created then paid', async () => {
     const owner = await createOrg(s.deps);
     await addCard(s.baseUrl, owner.token);
-    const invoices = await waitUntil(async () => {
+    // A period is a second: on a loaded machine the first renewal can fall due before the card is on file (it fails,
+    // then its retry pays it). The renewals held to "created then paid" are those that fell due after.
+    const cardAdded = Date.now();
+    const withCard = (list: any[]) =>
+      list.filter(
+        (i) => i.billing_reason === 'subscription_cycle' && Date.parse(i.period.start) >= cardAdded,
+      );
+    const invoices = await waitFor('two renewals after the card was added', async () => {
       const list = await invoicesOf(s, owner.token);
-      return list.length >= 3 ? list : undefined;
+      return withCard(list).length >= 2 ? list : undefined;
     });
     const renewals = invoices.filter((i) => i.billing_reason === 'subscription_cycle').reverse();
     const starts = renewals.map((i) => i.period.start);
@@ -65,31 +73,33 @@ describe('billing renewals on the job queue (BILLING_PERIOD of a second)', funct
     for (let i = 1; i < renewals.length; i++)
       expect(renewals[i].period.start).to.equal(renewals[i - 1].period.end);
     for (const i of renewals) {
-      expect(i.status).to.equal('paid');
       expect(i.line_items.at(-1)).to.deep.include({ description: 'Starter plan', amount: 29, quantity: 1 });
       expectConsistentInvoice(i);
     }
+    const paidAtOnce = withCard(renewals);
+    for (const i of paidAtOnce) expect(i.status).to.equal('paid');
     const numbers = renewals.map((i) => Number(i.number.split('-')[1]));
     expect(numbers).to.deep.equal(numbers.map((_, k) => k + 1));
     const events = (await billingEvents(s.deps, owner.organizationId)).filter((e) =>
       e.type.startsWith('billing.invoice'),
     );
-    const first = renewals[0].id;
-    expect(events.filter((e) => e.object.id === first).map((e) => e.type)).to.deep.equal([
-      'billing.invoice.created',
-      'billing.invoice.paid',
-    ]);
+    for (const invoice of paidAtOnce) {
+      expect(events.filter((e) => e.object.id === invoice.id).map((e) => e.type)).to.deep.equal([
+        'billing.invoice.created',
+        'billing.invoice.paid',
+      ]);
+    }
   });
 
   it('a declining card: open + failed + past_due, retried on the schedule, then uncollectible and canceled', async () => {
     const owner = await createOrg(s.deps);
     await addCard(s.baseUrl, owner.token, 'pm_card_chargeDeclined');
-    const pastDue = await waitUntil(async () => {
+    const pastDue = await waitFor('the subscription to be past_due', async () => {
       const sub = await subscriptionOf(s, owner.token);
       return sub.status === 'past_due' ? sub : undefined;
     });
     expect(pastDue.plan).to.equal('starter');
-    const canceled = await waitUntil(async () => {
+    const canceled = await waitFor('the subscription to be canceled', async () => {
       const sub = await subscriptionOf(s, owner.token);
       return sub.status === 'canceled' ? sub : undefined;
     });
@@ -149,7 +159,7 @@ describe('billing renewals on the job queue (BILLING_PERIOD of a second)', funct
     await addCard(s.baseUrl, owner.token);
     const res = await changePlan(s.baseUrl, owner.token, { cancel_at_period_end: true });
     expect(res.status).to.equal(200);
-    const sub = await waitUntil(async () => {
+    const sub = await waitFor('the subscription to be canceled', async () => {
       const x = await subscriptionOf(s, owner.token);
       return x.status === 'canceled' ? x : undefined;
     });
@@ -173,7 +183,10 @@ describe('billing renewals on the job queue (BILLING_PERIOD of a second)', funct
     try {
       const owner = await createOrg(slow.deps);
       await addCard(slow.baseUrl, owner.token, 'pm_card_chargeDeclined');
-      const open = await waitUntil(async () => (await invoicesOf(slow, owner.token, '&status=open'))[0]);
+      const open = await waitFor(
+        'an open invoice',
+        async () => (await invoicesOf(slow, owner.token, '&status=open'))[0],
+      );
       const pay = await http(slow.baseUrl, 'POST', `/v1/billing/invoices/${open.id}/pay`, {
         token: owner.token,
       });
@@ -396,17 +409,21 @@ describe('billing renewal across a restart', function () {
     });
     const owner = await createOrg(first.deps);
     await addCard(first.baseUrl, owner.token);
-    await waitUntil(async () => attempts > 0, 10_000);
+    await waitFor('a charge attempt', async () => attempts > 0, { timeoutMs: 10_000 });
     await first.close();
 
     const second = await startTestServer({ config, pgliteDataDir: pgliteDir });
     try {
-      const invoices = await waitUntil(async () => {
-        const list = (
-          await http(second.baseUrl, 'GET', '/v1/billing/invoices?limit=100', { token: owner.token })
-        ).body.invoices as any[];
-        return list.length >= 2 ? list : undefined;
-      }, 20_000);
+      const invoices = await waitFor(
+        'two invoices',
+        async () => {
+          const list = (
+            await http(second.baseUrl, 'GET', '/v1/billing/invoices?limit=100', { token: owner.token })
+          ).body.invoices as any[];
+          return list.length >= 2 ? list : undefined;
+        },
+        { timeoutMs: 20_000 },
+      );
       const starts = invoices.map((i) => i.period.start);
       expect(new Set(starts).size, 'a period billed twice').to.equal(starts.length);
       for (const i of invoices) expect(i.status).to.equal('paid');

@@ -1,3 +1,4 @@
+// Test tier: unit
 import { inflateSync } from 'node:zlib';
 import { expect } from 'chai';
 import type { Organization } from '../../../server/access/organization.entity.js';

@@ -1,3 +1,4 @@
+// Test tier: unit
 import { expect } from 'chai';
 import { addMonthsClamped, periodEndAfter } from '../../../server/modules/billing/billing-period.js';
 import {

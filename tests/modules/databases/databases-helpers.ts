@@ -4,21 +4,7 @@ import type { AppDeps } from '../../../server/kit/deps.js';
 import { ManagedDatabase } from '../../../server/modules/databases/database.entity.js';
 import { DatabaseBackup } from '../../../server/modules/databases/database-backup.entity.js';
 import { http, type HttpResult } from '../../support/http.js';
-
-/** Polls `check` until it returns a value (not undefined) or `timeoutMs` passes. */
-export async function waitFor<T>(
-  check: () => Promise<T | undefined>,
-  timeoutMs = 15_000,
-  intervalMs = 50,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
+import { waitFor } from '../../support/wait.js';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -46,7 +32,7 @@ export function getDatabase(baseUrl: string, token: string, id: string): Promise
 
 /** Waits until the database shows `status` (GET), and returns its detail view. */
 export async function waitStatus(baseUrl: string, token: string, id: string, status: string) {
-  return waitFor(async () => {
+  return waitFor(`the database to be ${status}`, async () => {
     const res = await getDatabase(baseUrl, token, id);
     return res.body.database?.status === status ? res.body.database : undefined;
   });
@@ -59,7 +45,7 @@ export async function waitBackupCompleted(
   databaseId: string,
   backupId: string,
 ) {
-  return waitFor(async () => {
+  return waitFor('the backup to complete', async () => {
     const res = await http(baseUrl, 'GET', `/v1/databases/${databaseId}/backups?limit=100`, { token });
     const b = (res.body.backups ?? []).find((x: { id: string }) => x.id === backupId);
     return b?.status === 'completed' ? b : undefined;

@@ -1,9 +1,11 @@
+// Test tier: server
 import { expect } from 'chai';
 import { toAppError } from '../../../server/trpc/init.js';
 import { createOrg, createUser } from '../../support/factories.js';
 import { rejection } from '../../support/rejection.js';
 import { sharedServer, type TestServer } from '../../support/server.js';
-import { dbName, waitFor } from './databases-helpers.js';
+import { waitFor } from '../../support/wait.js';
+import { dbName } from './databases-helpers.js';
 
 /** The same procedures in process (createCaller with a real context): typed results, the same error codes. */
 describe('Databases in process', () => {
@@ -23,7 +25,7 @@ describe('Databases in process', () => {
     const { database } = await api.create({ name: dbName('inproc'), engine: 'mongodb', region: 'sa-east' });
     expect(database).to.include({ status: 'creating', version: '7.0', region: 'sa-east' });
     expect(database.connection_info.password).to.be.a('string');
-    await waitFor(async () =>
+    await waitFor('the database to be running', async () =>
       (await api.get({ id: database.id })).database.status === 'running' ? true : undefined,
     );
 
@@ -33,7 +35,7 @@ describe('Databases in process', () => {
       status: 409,
       code: 'CONFLICT',
     });
-    await waitFor(async () =>
+    await waitFor('the resized database to be running', async () =>
       (await api.get({ id: database.id })).database.status === 'running' ? true : undefined,
     );
 

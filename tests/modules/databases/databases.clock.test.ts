@@ -1,9 +1,11 @@
+// Test tier: server
 import { expect } from 'chai';
+import { serviceContext } from '../../../server/kit/deps.js';
 import {
-  databasesSweepJob,
   pruneExpiredBackups,
   sweepDatabases,
-} from '../../../server/modules/databases/databases.jobs.js';
+} from '../../../server/modules/databases/databases-lifecycle.service.js';
+import { databasesSweepJob } from '../../../server/modules/databases/databases.jobs.js';
 import { databasesUsageReporter } from '../../../server/modules/databases/databases.usage.js';
 import { login } from '../../../server/modules/auth/auth.service.js';
 import { createInProcessContext } from '../../../server/trpc/context.js';
@@ -21,9 +23,9 @@ import {
   sleep,
   storedBackups,
   waitBackupCompleted,
-  waitFor,
   waitStatus,
 } from './databases-helpers.js';
+import { waitFor } from '../../support/wait.js';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -73,7 +75,7 @@ describe('Databases: automatic backups, expiry, removal and usage (fake clock)',
     ).body.backup;
 
     // Automatic backups appear, completed, each expiring 2 days after its creation; the manual one never does.
-    const listed = await waitFor(async () => {
+    const listed = await waitFor('two automatic backups', async () => {
       const body = await backupsOf(owner, d.id, '&type=automatic&status=completed');
       return body.total >= 2 ? body : undefined;
     });
@@ -115,12 +117,12 @@ describe('Databases: automatic backups, expiry, removal and usage (fake clock)',
     // Three days later: every automatic backup has expired; the sweep job removes them, the manual one stays.
     await advance(3 * DAY, owner);
     await s.deps.jobs.send(databasesSweepJob, {});
-    await waitFor(async () =>
+    await waitFor('no automatic backup left', async () =>
       (await backupsOf(owner, d.id, '&type=automatic')).total === 0 ? true : undefined,
     );
     const left = await backupsOf(owner, d.id);
     expect(left.backups.map((b: any) => b.id)).to.deep.equal([manual.id]);
-    expect(await pruneExpiredBackups(s.deps)).to.equal(0);
+    expect(await pruneExpiredBackups(serviceContext(s.deps))).to.equal(0);
   });
 
   it('removes a database at deletion_scheduled: 404, other backups gone, the final one kept 7 days', async () => {
@@ -135,7 +137,7 @@ describe('Databases: automatic backups, expiry, removal and usage (fake clock)',
     expect(Date.parse(deletion.body.deletion_scheduled) - clock.now().getTime()).to.equal(5000);
 
     // DATABASE_DELETION_GRACE later (5 s), the removal job runs.
-    await waitFor(async () => {
+    await waitFor('the database to be gone', async () => {
       const res = await http(s.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
       return res.status === 404 ? true : undefined;
     });
@@ -179,7 +181,7 @@ describe('Databases: automatic backups, expiry, removal and usage (fake clock)',
     });
     expect(late.status).to.equal(400);
     expect(late.body.error.details[0].path).to.equal('backup_id');
-    expect(await pruneExpiredBackups(s.deps)).to.be.at.least(1);
+    expect(await pruneExpiredBackups(serviceContext(s.deps))).to.be.at.least(1);
     expect(await storedBackups(s.deps, d.id)).to.deep.equal([]);
   });
 
@@ -188,7 +190,7 @@ describe('Databases: automatic backups, expiry, removal and usage (fake clock)',
     const d = await runningDatabase(s.baseUrl, owner.token, { backup_enabled: false });
     await http(s.baseUrl, 'DELETE', `/v1/databases/${d.id}`, { token: owner.token });
     clock.advance(5000);
-    const done = await sweepDatabases(s.deps);
+    const done = await sweepDatabases(serviceContext(s.deps));
     expect(done.removedDatabases).to.be.at.least(1);
     expect((await http(s.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token })).status).to.equal(
       404,

@@ -1,3 +1,4 @@
+// Test tier: unit
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../../server/config.js';
 

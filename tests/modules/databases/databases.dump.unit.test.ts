@@ -1,3 +1,5 @@
+// Test tier: unit
+import { spawn } from 'node:child_process';
 import { pbkdf2 } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -5,7 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { DirectoryBackupStore } from '../../../server/modules/databases/drivers/backup-store.js';
-import { dumpInto } from '../../../server/modules/databases/drivers/engine-server.js';
+import {
+  dumpInto,
+  reapOrphanedTools,
+  withToolLimits,
+} from '../../../server/modules/databases/drivers/engine-server.js';
+import { PermanentDriverError } from '../../../server/modules/databases/databases.driver.js';
 
 /**
  * The dump path of the real drivers (drivers/engine-server.ts, drivers/backup-store.ts), with `sh` standing in for
@@ -139,5 +146,66 @@ describe('Databases: dumps into the backup store (unit)', () => {
       .to.match(/exited with 3/)
       .and.not.contain('s3cretpw');
     expect(await store.has('backup_fail')).to.equal(false);
+  });
+
+  it('a tool run past DATABASE_TOOL_TIMEOUT is killed, keeps nothing, and says which limit stopped it', async () => {
+    const started = Date.now();
+    const err = await withToolLimits({ timeoutMs: 300, lockWaitMs: 1000 }, () =>
+      dumpInto(store, 'backup_slow', 'sh', ['-c', 'sleep 30'], { env: {}, secrets: [], checkOutput: whole }),
+    ).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(Date.now() - started).to.be.below(5000);
+    expect(err).to.be.instanceOf(PermanentDriverError);
+    expect(err?.message).to.match(/DATABASE_TOOL_TIMEOUT, 300ms/);
+    expect(readdirSync(dir)).to.deep.equal([]);
+  });
+
+  it("deleting a backup removes the dump of it being written; a start removes a dead process's .partial", async () => {
+    const mine = 'backup_half.4194999.00000000.abcdef.partial';
+    writeFileSync(join(dir, mine), 'half a dump');
+    await store.delete('backup_half');
+    expect(readdirSync(dir)).to.deep.equal([]);
+
+    // The name of a dump written by this host's process 1 (alive: kept unless old) and by a process that is gone.
+    const real = await new Promise<string>((resolve, reject) => {
+      void store
+        .put('backup_live', async (file) => {
+          writeFileSync(file, 'half');
+          resolve(file);
+          await new Promise((r) => setTimeout(r, 300));
+          writeFileSync(file, 'whole');
+        })
+        .catch(reject);
+    });
+    const [, , host] = real.split('/').pop()!.split('.');
+    const dead = `backup_dead.4194999.${host}.abcdef.partial`;
+    writeFileSync(join(dir, dead), 'half a dump');
+    expect(await store.sweepPartials(3_600_000)).to.equal(1);
+    const left = readdirSync(dir);
+    expect(left).to.not.include(dead);
+    // The one this process is writing stays.
+    expect(left.filter((f) => f.startsWith('backup_live'))).to.have.length(1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(readdirSync(dir).sort()).to.deep.equal(['backup_live.dump', 'backup_live.sha256']);
+  });
+
+  it('the start kills a tool whose API is gone, and leaves those of a live one', async () => {
+    const spawnMarked = (owner: number) =>
+      spawn('sleep', ['30'], { env: { PATH: process.env.PATH, CLOUD_PLATFORM_TOOL_OF: String(owner) } });
+    const orphan = spawnMarked(4194999);
+    const kept = spawnMarked(process.pid);
+    const ended = new Promise((r) => orphan.once('exit', (_code, signal) => r(signal)));
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      expect(reapOrphanedTools()).to.be.at.least(1);
+      expect(await ended).to.equal('SIGKILL');
+      expect(kept.exitCode).to.equal(null);
+      expect(kept.signalCode).to.equal(null);
+    } finally {
+      orphan.kill('SIGKILL');
+      kept.kill('SIGKILL');
+    }
   });
 });

@@ -1,3 +1,4 @@
+// Test tier: process
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,15 +6,24 @@ import { createHash } from 'node:crypto';
 import { Socket } from 'node:net';
 import { expect } from 'chai';
 import mysql from 'mysql2/promise';
-import pg from 'pg';
-import { testConfig, usingPostgres } from '../../support/env.js';
+import { usingPostgres } from '../../support/env.js';
 import { createOrg, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { skipOrFail } from '../../support/redis.js';
-import { ownPostgresDatabase } from '../../support/scratch-database.js';
-import { startTestServer, type TestServer } from '../../support/server.js';
-import { enforceStorage } from '../../../server/modules/databases/databases.jobs.js';
-import { dbName, eventsOf, storedDatabase, waitFor } from './databases-helpers.js';
+import type { TestServer } from '../../support/server.js';
+import { serviceContext } from '../../../server/kit/deps.js';
+import { enforceStorage } from '../../../server/modules/databases/databases-lifecycle.service.js';
+import { waitFor } from '../../support/wait.js';
+import { dbName, eventsOf, storedDatabase } from './databases-helpers.js';
+import {
+  MYSQL_ADMIN,
+  PG_ADMIN,
+  mysqlAnswers,
+  pgAdmin,
+  pgAnswers,
+  pgConnect,
+  realServer,
+} from './real-servers.js';
 
 /**
  * Real databases (docs/databases.md, "Databases", Real servers) on the servers of this machine: PostgreSQL at 127.0.0.1:5432
@@ -21,58 +31,9 @@ import { dbName, eventsOf, storedDatabase, waitFor } from './databases-helpers.j
  * TEST_REQUIRE_SERVICES=1). Every database and role the tests create is dropped at the end.
  */
 
-const PG_ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
-const MYSQL_ADMIN = 'mysql://root@127.0.0.1:3306/';
 /** A server that never answers, with a password that must never show anywhere. */
 const DOWN_SECRET = 'Sup3rSecretAdminPw';
 const PG_DOWN = `postgres://postgres:${DOWN_SECRET}@127.0.0.1:9/postgres`;
-
-async function pgAnswers(): Promise<Error | null> {
-  const c = new pg.Client({ connectionString: PG_ADMIN, connectionTimeoutMillis: 3000 });
-  try {
-    await c.connect();
-    await c.query('select 1');
-    return null;
-  } catch (err) {
-    return err as Error;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
-
-async function mysqlAnswers(): Promise<Error | null> {
-  try {
-    const c = await mysql.createConnection({
-      host: '127.0.0.1',
-      port: 3306,
-      user: 'root',
-      connectTimeout: 3000,
-    });
-    await c.end();
-    return null;
-  } catch (err) {
-    return err as Error;
-  }
-}
-
-async function pgAdmin<T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: PG_ADMIN });
-  await c.connect();
-  try {
-    return (await c.query<T>(text, params)).rows;
-  } finally {
-    await c.end();
-  }
-}
-
-/** Opens a client with a connection string as the API returned it; the error when it cannot. */
-async function pgConnect(url: string): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-  // A session the server ends (reset-password, removal) must not fail the run.
-  c.on('error', () => {});
-  await c.connect();
-  return c;
-}
 
 async function pgRefused(url: string): Promise<string> {
   try {
@@ -85,31 +46,6 @@ async function pgRefused(url: string): Promise<string> {
 }
 
 const stringOf = (v: unknown) => JSON.stringify(v);
-
-/**
- * A server on the real database servers. On PostgreSQL it has a database of its own: its jobs (provisioning,
- * backups, storage checks) must not be taken by another test server on the run's database, whose driver is the
- * simulated one.
- */
-async function realServer(hosts: string, backupDir: string, extra: Record<string, string> = {}) {
-  const scratch = await ownPostgresDatabase(`db_real_${Math.random().toString(36).slice(2, 8)}`);
-  const server = await startTestServer({
-    config: testConfig({
-      DATABASE_URL: scratch?.url ?? process.env.DATABASE_URL,
-      DATABASE_HOSTS: hosts,
-      BACKUP_DIR: backupDir,
-      DATABASE_DELETION_GRACE: '3s',
-      PROVISIONING_DELAY_MS: '100',
-      ...extra,
-    }),
-  });
-  const close = server.close.bind(server);
-  server.close = async () => {
-    await close();
-    await scratch?.drop();
-  };
-  return server;
-}
 
 describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, function () {
   this.timeout(120_000);
@@ -147,11 +83,15 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
   }
 
   async function running(id: string) {
-    return waitFor(async () => {
-      const res = await http(server.baseUrl, 'GET', `/v1/databases/${id}`, { token: owner.token });
-      if (res.body.database?.status === 'failed') throw new Error(res.body.database.status_reason);
-      return res.body.database?.status === 'running' ? res.body.database : undefined;
-    }, 60_000);
+    return waitFor(
+      'the database to be running',
+      async () => {
+        const res = await http(server.baseUrl, 'GET', `/v1/databases/${id}`, { token: owner.token });
+        if (res.body.database?.status === 'failed') throw new Error(res.body.database.status_reason);
+        return res.body.database?.status === 'running' ? res.body.database : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
   }
 
   async function backup(id: string) {
@@ -160,12 +100,16 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
       body: {},
     });
     expect(res.status, res.text).to.equal(202);
-    return waitFor(async () => {
-      const list = await http(server.baseUrl, 'GET', `/v1/databases/${id}/backups`, { token: owner.token });
-      const b = list.body.backups.find((x: { id: string }) => x.id === res.body.backup.id);
-      if (b?.status === 'failed') throw new Error(b.failure_reason);
-      return b?.status === 'completed' ? b : undefined;
-    }, 60_000);
+    return waitFor(
+      'the backup to complete',
+      async () => {
+        const list = await http(server.baseUrl, 'GET', `/v1/databases/${id}/backups`, { token: owner.token });
+        const b = list.body.backups.find((x: { id: string }) => x.id === res.body.backup.id);
+        if (b?.status === 'failed') throw new Error(b.failure_reason);
+        return b?.status === 'completed' ? b : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
   }
 
   it('creates a real database: a client using the returned string writes and reads rows; isolated; limited', async () => {
@@ -182,10 +126,14 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
       { label: 'one' },
       { label: 'two' },
     ]);
-    const withSession = await waitFor(async () => {
-      const res = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
-      return res.body.database.metrics.connections.active >= 1 ? res.body.database : undefined;
-    }, 10_000);
+    const withSession = await waitFor(
+      'a session in its metrics',
+      async () => {
+        const res = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
+        return res.body.database.metrics.connections.active >= 1 ? res.body.database : undefined;
+      },
+      { timeoutMs: 10_000 },
+    );
     expect(withSession.metrics.connections.max).to.equal(50);
     await client.end();
 
@@ -303,10 +251,14 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
     writeFileSync(file, bytes);
 
     const copy = await create({ backup_id: b.id });
-    const failed = await waitFor(async () => {
-      const res = await http(server.baseUrl, 'GET', `/v1/databases/${copy.id}`, { token: owner.token });
-      return res.body.database?.status === 'failed' ? res.body.database : undefined;
-    }, 20_000);
+    const failed = await waitFor(
+      'the restore to fail',
+      async () => {
+        const res = await http(server.baseUrl, 'GET', `/v1/databases/${copy.id}`, { token: owner.token });
+        return res.body.database?.status === 'failed' ? res.body.database : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
     expect(failed.status_reason).to.match(/does not match its checksum/);
     const name = copy.connection_info.database;
     expect(await pgAdmin('select 1 from pg_database where datname = $1', [name])).to.have.length(0);
@@ -316,7 +268,9 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
   it('turns a database over its storage read-only (database.updated), writable again once back under', async () => {
     const d = await create();
     await running(d.id);
-    expect(await enforceStorage(server.deps, (x) => (x.id === d.id ? 1 : 1e15))).to.equal(1);
+    expect(
+      await enforceStorage(serviceContext(server.deps), { limitBytes: (x) => (x.id === d.id ? 1 : 1e15) }),
+    ).to.equal(1);
     const c = await pgConnect(d.connection_string);
     const refused = await c.query('create table t (x int)').then(
       () => null,
@@ -328,7 +282,7 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
     expect(view.body.database.read_only).to.equal(true);
     const updates = await eventsOf(server.deps, owner.organizationId, 'database.updated');
     expect(updates.some((e) => (e.data.object as { read_only?: boolean }).read_only === true)).to.equal(true);
-    expect(await enforceStorage(server.deps, () => 1e15)).to.be.at.least(1);
+    expect(await enforceStorage(serviceContext(server.deps), { limitBytes: () => 1e15 })).to.be.at.least(1);
     const again = await pgConnect(d.connection_string);
     await again.query('create table t (x int)');
     await again.end();
@@ -343,10 +297,14 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
     await c.end();
     const del = await http(server.baseUrl, 'DELETE', `/v1/databases/${d.id}`, { token: owner.token });
     expect(del.status, del.text).to.equal(202);
-    await waitFor(async () => {
-      const res = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
-      return res.status === 404 ? true : undefined;
-    }, 60_000);
+    await waitFor(
+      'the database to be gone',
+      async () => {
+        const res = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
+        return res.status === 404 ? true : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     const name = d.connection_info.database;
     expect(await pgAdmin('select 1 from pg_database where datname = $1', [name])).to.have.length(0);
     expect(await pgAdmin('select 1 from pg_roles where rolname = $1', [name])).to.have.length(0);
@@ -386,10 +344,14 @@ describe(`Databases on a real PostgreSQL server (API on ${usingPostgres ? 'Postg
   it('a server down: the create is retried, then failed with a reason that holds no credentials', async function () {
     this.timeout(90_000);
     const d = await create({ region: 'us-west' });
-    const failed = await waitFor(async () => {
-      const res = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
-      return res.body.database?.status === 'failed' ? res.body.database : undefined;
-    }, 80_000);
+    const failed = await waitFor(
+      'the database to fail',
+      async () => {
+        const res = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
+        return res.body.database?.status === 'failed' ? res.body.database : undefined;
+      },
+      { timeoutMs: 80_000 },
+    );
     expect(failed.status_reason).to.be.a('string').and.not.empty;
     expect(failed.status_reason).to.not.contain(DOWN_SECRET);
     const stored = await storedDatabase(server.deps, d.id);
@@ -448,11 +410,15 @@ describe(`Databases on a real MariaDB server (API on ${usingPostgres ? 'PostgreS
   }
 
   async function running(id: string) {
-    return waitFor(async () => {
-      const res = await http(server.baseUrl, 'GET', `/v1/databases/${id}`, { token: owner.token });
-      if (res.body.database?.status === 'failed') throw new Error(res.body.database.status_reason);
-      return res.body.database?.status === 'running' ? res.body.database : undefined;
-    }, 60_000);
+    return waitFor(
+      'the database to be running',
+      async () => {
+        const res = await http(server.baseUrl, 'GET', `/v1/databases/${id}`, { token: owner.token });
+        if (res.body.database?.status === 'failed') throw new Error(res.body.database.status_reason);
+        return res.body.database?.status === 'running' ? res.body.database : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
   }
 
   const connect = (url: string) => mysql.createConnection({ uri: url, connectTimeout: 5000 });
@@ -490,12 +456,18 @@ describe(`Databases on a real MariaDB server (API on ${usingPostgres ? 'PostgreS
       body: {},
     });
     expect(post.status, post.text).to.equal(202);
-    const b = await waitFor(async () => {
-      const list = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}/backups`, { token: owner.token });
-      const x = list.body.backups.find((y: { id: string }) => y.id === post.body.backup.id);
-      if (x?.status === 'failed') throw new Error(x.failure_reason);
-      return x?.status === 'completed' ? x : undefined;
-    }, 60_000);
+    const b = await waitFor(
+      'the backup to complete',
+      async () => {
+        const list = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}/backups`, {
+          token: owner.token,
+        });
+        const x = list.body.backups.find((y: { id: string }) => y.id === post.body.backup.id);
+        if (x?.status === 'failed') throw new Error(x.failure_reason);
+        return x?.status === 'completed' ? x : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(statSync(join(backupDir, `${b.id}.dump`)).size).to.equal(b.size_bytes);
     expect(readFileSync(join(backupDir, `${b.id}.dump`), 'utf8')).to.contain('CREATE TABLE `items`');
     const copy = await create({ backup_id: b.id });
@@ -537,10 +509,14 @@ describe(`Databases on a real MariaDB server (API on ${usingPostgres ? 'PostgreS
     // Delete: final dump, then database and user dropped.
     const del = await http(server.baseUrl, 'DELETE', `/v1/databases/${d.id}`, { token: owner.token });
     expect(del.status, del.text).to.equal(202);
-    await waitFor(async () => {
-      const res = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
-      return res.status === 404 ? true : undefined;
-    }, 60_000);
+    await waitFor(
+      'the database to be gone',
+      async () => {
+        const res = await http(server.baseUrl, 'GET', `/v1/databases/${d.id}`, { token: owner.token });
+        return res.status === 404 ? true : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     const [dbs] = await admin.query<mysql.RowDataPacket[]>('show databases like ?', [
       d.connection_info.database,
     ]);
@@ -615,7 +591,11 @@ describe(`Databases on real servers: the admin connections close with the server
       await server.close();
       expect(closed).to.equal(1);
       // A socket ends on the next turns of the event loop once its pool has ended.
-      await waitFor(async () => (socketsTo(3306).some((s) => !before.has(s)) ? undefined : true), 5_000);
+      await waitFor(
+        "the pool's sockets to close",
+        async () => (socketsTo(3306).some((s) => !before.has(s)) ? undefined : true),
+        { timeoutMs: 5_000 },
+      );
     } finally {
       await server.close();
       rmSync(backupDir, { recursive: true, force: true });

@@ -1,3 +1,4 @@
+// Test tier: server
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +7,8 @@ import { testConfig, usingPostgres } from '../../support/env.js';
 import { createOrg, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
-import { eventsOf, scratchPostgres, storedBackups, storedDatabase, waitFor } from './databases-helpers.js';
+import { waitFor } from '../../support/wait.js';
+import { eventsOf, scratchPostgres, storedBackups, storedDatabase } from './databases-helpers.js';
 
 /**
  * Every change in flight when the server stops is finished by the next start, on the same database (a PGlite
@@ -50,10 +52,14 @@ describe(`Databases across a restart (${usingPostgres ? 'PostgreSQL' : 'PGlite'}
         return res.body.database.id as string;
       };
       const three = [await create('resized'), await create('deleted'), await create('backed-up')];
-      await waitFor(async () => {
-        const res = await http(first.baseUrl, 'GET', '/v1/databases?status=running', { token });
-        return res.body.total === 3 ? true : undefined;
-      }, 30_000);
+      await waitFor(
+        'the three databases to be running',
+        async () => {
+          const res = await http(first.baseUrl, 'GET', '/v1/databases?status=running', { token });
+          return res.body.total === 3 ? true : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
       const [resized, deleted, backedUp] = three as [string, string, string];
       const put = await http(first.baseUrl, 'PUT', `/v1/databases/${resized}`, {
         token,
@@ -77,27 +83,43 @@ describe(`Databases across a restart (${usingPostgres ? 'PostgreSQL' : 'PGlite'}
     try {
       const token = owner.token;
       const get = (id: string) => http(second.baseUrl, 'GET', `/v1/databases/${id}`, { token });
-      const created = await waitFor(async () => {
-        const res = await get(ids.created);
-        return res.body.database.status === 'running' ? res.body.database : undefined;
-      }, 30_000);
+      const created = await waitFor(
+        'the created database to be running',
+        async () => {
+          const res = await get(ids.created);
+          return res.body.database.status === 'running' ? res.body.database : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
       expect(Date.parse(created.updated_at)).to.be.at.least(stoppedAt);
       expect(Date.parse(created.updated_at) - Date.parse(created.created_at)).to.be.at.least(8000);
 
-      const resized = await waitFor(async () => {
-        const res = await get(ids.resized);
-        return res.body.database.status === 'running' ? res.body.database : undefined;
-      }, 30_000);
+      const resized = await waitFor(
+        'the resized database to be running',
+        async () => {
+          const res = await get(ids.resized);
+          return res.body.database.status === 'running' ? res.body.database : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
       expect(resized).to.include({ size: 'large', storage: '500 GB' });
 
-      const backups = await waitFor(async () => {
-        const res = await http(second.baseUrl, 'GET', `/v1/databases/${ids.backedUp}/backups`, { token });
-        return res.body.backups?.[0]?.status === 'completed' ? res.body.backups : undefined;
-      }, 30_000);
+      const backups = await waitFor(
+        'the backup to complete',
+        async () => {
+          const res = await http(second.baseUrl, 'GET', `/v1/databases/${ids.backedUp}/backups`, { token });
+          return res.body.backups?.[0]?.status === 'completed' ? res.body.backups : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
       expect(backups.map((x: any) => x.id)).to.deep.equal([manualBackup]);
       expect(Date.parse(backups[0].completed_at)).to.be.at.least(stoppedAt);
 
-      await waitFor(async () => ((await get(ids.deleted)).status === 404 ? true : undefined), 30_000);
+      await waitFor(
+        'the deleted database to be gone',
+        async () => ((await get(ids.deleted)).status === 404 ? true : undefined),
+        { timeoutMs: 30_000 },
+      );
       const removed = await storedDatabase(second.deps, ids.deleted);
       expect(removed!.removedAt!.getTime()).to.be.at.least(stoppedAt);
       const kept = await storedBackups(second.deps, ids.deleted);

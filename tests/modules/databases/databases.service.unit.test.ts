@@ -1,6 +1,7 @@
+// Test tier: unit
 import { expect } from 'chai';
 import type { Actor } from '../../../server/access/actor.js';
-import type { ActorContext, AppDeps, Logger } from '../../../server/kit/deps.js';
+import type { ActorContext, AppDeps, Logger, ServiceContext } from '../../../server/kit/deps.js';
 import { AppError } from '../../../server/lib/errors.js';
 import { createBackup, listBackups } from '../../../server/modules/databases/backups.service.js';
 import type { DatabaseDriver } from '../../../server/modules/databases/databases.driver.js';
@@ -9,9 +10,8 @@ import {
   finishTransition,
   removeDatabase,
   sweepDatabases,
-  type BackupJobData,
-  type TransitionJobData,
-} from '../../../server/modules/databases/databases.jobs.js';
+} from '../../../server/modules/databases/databases-lifecycle.service.js';
+import type { BackupJobData, TransitionJobData } from '../../../server/modules/databases/databases.jobs.js';
 import {
   cancelDeletion,
   createDatabase,
@@ -46,12 +46,15 @@ function setup(driver: DatabaseDriver = new SimulatedDatabaseDriver(DELAY_MS)) {
       provisioningDelayMs: DELAY_MS,
       databases: { deletionGraceMs: GRACE_MS, backupIntervalMs: 24 * 3_600_000, hosts: null },
     },
+    jobs: repo.queue,
     modules: { databases: { driver, repository: repo } },
   } as unknown as AppDeps;
+  /** What a job runs with: the deps and a unit of work of its own. */
+  const jobContext: ServiceContext = { deps, em: repo.fork() };
   const actorOf = (role: Actor['role'], userId = 'usr_owner'): ActorContext =>
     ({
       deps,
-      em: undefined,
+      em: repo.fork(),
       requestId: 'req_unit',
       ip: '127.0.0.1',
       userAgent: undefined,
@@ -67,13 +70,14 @@ function setup(driver: DatabaseDriver = new SimulatedDatabaseDriver(DELAY_MS)) {
   const owner = actorOf('owner');
   /** Runs the readiness jobs queued so far, as the queue would once they are due. */
   const runReady = async () => {
-    for (const data of repo.take<TransitionJobData>('databases.ready')) await finishTransition(deps, data);
+    for (const data of repo.take<TransitionJobData>('databases.ready'))
+      await finishTransition(jobContext, data);
   };
   const runBackups = async () => {
     for (const data of repo.take<BackupJobData>('databases.complete-backup'))
-      await completeBackup(deps, data.backup_id);
+      await completeBackup(jobContext, { backup_id: data.backup_id });
   };
-  return { repo, clock, deps, owner, actorOf, runReady, runBackups };
+  return { repo, clock, deps, jobContext, owner, actorOf, runReady, runBackups };
 }
 
 async function refused(p: Promise<unknown>): Promise<AppError> {
@@ -115,16 +119,18 @@ describe('Databases services (unit: in-memory repository, simulated driver)', ()
   it('create: a taken name is 409, the plan limit 402, and neither leaves a row, an event or a job', async () => {
     const { repo, owner } = setup();
     await createDatabase(owner, { name: 'a', engine: 'mysql' });
+    await createDatabase(owner, { name: 'b', engine: 'mysql' });
     const before = { rows: repo.databases.size, events: repo.events.length, jobs: repo.jobs.length };
     const taken = await refused(createDatabase(owner, { name: 'a', engine: 'mysql' }));
     expect([taken.code, taken.details]).to.deep.equal([
       'CONFLICT',
       [{ path: 'name', message: 'Already in use' }],
     ]);
-    repo.limits.set('org_unit', 1);
-    const full = await refused(createDatabase(owner, { name: 'b', engine: 'mysql' }));
+    // Starter allows 2 databases (lib/plans.ts).
+    repo.plans.set('org_unit', 'starter');
+    const full = await refused(createDatabase(owner, { name: 'c', engine: 'mysql' }));
     expect(full.code).to.equal('PLAN_LIMIT_EXCEEDED');
-    expect(full.details).to.deep.equal([{ resource: 'databases', limit: 1, current: 1 }]);
+    expect(full.details).to.deep.equal([{ resource: 'databases', limit: 2, current: 2 }]);
     expect({ rows: repo.databases.size, events: repo.events.length, jobs: repo.jobs.length }).to.deep.equal(
       before,
     );
@@ -196,7 +202,7 @@ describe('Databases services (unit: in-memory repository, simulated driver)', ()
   });
 
   it('delete: `deleting` with a final backup; cancel keeps everything; after the grace the removal takes it away', async () => {
-    const { repo, owner, clock, runReady, deps } = setup();
+    const { repo, owner, clock, runReady, jobContext } = setup();
     const { database } = await createDatabase(owner, {
       name: 'd',
       engine: 'postgresql',
@@ -213,11 +219,11 @@ describe('Databases services (unit: in-memory repository, simulated driver)', ()
     expect(repo.backups.get(del.final_backup)!.expiresAt).to.equal(null);
     // The removal job of the canceled deletion finds a newer generation and does nothing.
     const [removal] = repo.take<TransitionJobData>('databases.remove');
-    expect(await removeDatabase(deps, removal!.database_id, removal!.generation)).to.equal(false);
+    expect(await removeDatabase(jobContext, removal!)).to.equal(false);
 
     const again = await deleteDatabase(owner, { id: database.id });
     clock.advance(GRACE_MS);
-    const swept = await sweepDatabases(deps);
+    const swept = await sweepDatabases(jobContext);
     expect(swept.removedDatabases).to.equal(1);
     expect((await refused(getDatabase(owner, { id: database.id }))).code).to.equal('NOT_FOUND');
     expect(repo.backups.get(again.final_backup)!.status).to.equal('completed');

@@ -1,7 +1,8 @@
+// Test tier: server
 import { expect } from 'chai';
 import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
-import { waitFor } from './databases-helpers.js';
+import { waitFor } from '../../support/wait.js';
 
 /**
  * What a new user does, over HTTP only, as the README describes it: sign up, create a database, copy the one-time
@@ -22,7 +23,7 @@ describe('Databases: the walk-through of a new user', function () {
     const call = (method: string, path: string, body?: unknown) =>
       http(s.baseUrl, method, `/v1${path}`, { token, body });
     const waitDatabase = (id: string, check: (d: any) => boolean) =>
-      waitFor(async () => {
+      waitFor(`database ${id} to reach the state checked`, async () => {
         const res = await call('GET', `/databases/${id}`);
         return res.status === 200 && check(res.body.database) ? res.body.database : undefined;
       });
@@ -77,7 +78,7 @@ describe('Databases: the walk-through of a new user', function () {
     });
     expect(backup.status, backup.text).to.equal(202);
     expect(backup.body.backup.status).to.equal('pending');
-    const listed = await waitFor(async () => {
+    const listed = await waitFor('the backup to complete', async () => {
       const res = await call('GET', `/databases/${db.id}/backups`);
       return res.body.backups?.[0]?.status === 'completed' ? res.body : undefined;
     });
@@ -102,7 +103,9 @@ describe('Databases: the walk-through of a new user', function () {
     expect(again.status, again.text).to.equal(202);
     const finalBackup: string = again.body.final_backup;
     expect(finalBackup).to.not.equal(deletion.body.final_backup);
-    await waitFor(async () => ((await call('GET', `/databases/${db.id}`)).status === 404 ? true : undefined));
+    await waitFor('the database to be gone', async () =>
+      (await call('GET', `/databases/${db.id}`)).status === 404 ? true : undefined,
+    );
     expect((await call('GET', `/databases/${db.id}/backups`)).status).to.equal(404);
     expect((await call('GET', '/databases')).body.total).to.equal(0);
 

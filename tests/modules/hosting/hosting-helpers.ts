@@ -4,23 +4,9 @@ import { Event } from '../../../server/events/event.entity.js';
 import type { AppDeps } from '../../../server/kit/deps.js';
 import { HostingSite } from '../../../server/modules/hosting/hosting-site.entity.js';
 import { http, type HttpResult } from '../../support/http.js';
+import { waitFor } from '../../support/wait.js';
 
 export const GIT_REPO = 'https://github.com/acme/web';
-
-/** Polls `check` until it returns a value (not undefined) or `timeoutMs` passes. */
-export async function waitFor<T>(
-  check: () => Promise<T | undefined>,
-  timeoutMs = 15_000,
-  intervalMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
 
 export function createSite(
   baseUrl: string,
@@ -76,10 +62,14 @@ export function waitForDeployment(
   statuses: string[] = ['success', 'failed', 'canceled'],
   timeoutMs = 20_000,
 ) {
-  return waitFor(async () => {
-    const d = await getDeployment(baseUrl, token, siteId, id);
-    return statuses.includes(d.status) ? d : undefined;
-  }, timeoutMs);
+  return waitFor(
+    `the deployment to be ${statuses.join(' or ')}`,
+    async () => {
+      const d = await getDeployment(baseUrl, token, siteId, id);
+      return statuses.includes(d.status) ? d : undefined;
+    },
+    { timeoutMs },
+  );
 }
 
 export async function logsOf(baseUrl: string, token: string, siteId: string, id: string, query = '') {

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { appRouter } from '../../../server/router.js';
 import { createInProcessContext } from '../../../server/trpc/context.js';
@@ -14,9 +15,9 @@ import {
   logsOf,
   newDeployment,
   newSite,
-  waitFor,
   waitForDeployment,
 } from './hosting-helpers.js';
+import { waitFor } from '../../support/wait.js';
 
 const DEPLOYMENT_KEYS = [
   'id',
@@ -119,7 +120,7 @@ describe('Hosting deployments over HTTP', () => {
       });
       const queued = await newDeployment(s.baseUrl, owner.token, site.id, { message: 'First' });
       const seen = new Set<string>();
-      const done = await waitFor(async () => {
+      const done = await waitFor('the deployment to succeed', async () => {
         const d = await getDeployment(s.baseUrl, owner.token, site.id, queued.id);
         seen.add(d.status);
         return d.status === 'success' ? d : undefined;
@@ -209,14 +210,18 @@ describe('Hosting deployments over HTTP', () => {
       const ids: string[] = [];
       for (let i = 0; i < 3; i++) ids.push((await newDeployment(s.baseUrl, owner.token, site.id)).id);
       let maxBuilding = 0;
-      const all = await waitFor(async () => {
-        const list = await http(s.baseUrl, 'GET', `/v1/hosting/sites/${site.id}/deployments`, {
-          token: owner.token,
-        });
-        const ds = list.body.deployments as any[];
-        maxBuilding = Math.max(maxBuilding, ds.filter((d) => d.status === 'building').length);
-        return ds.every((d) => d.status === 'success') ? ds : undefined;
-      }, 30_000);
+      const all = await waitFor(
+        'every deployment to succeed',
+        async () => {
+          const list = await http(s.baseUrl, 'GET', `/v1/hosting/sites/${site.id}/deployments`, {
+            token: owner.token,
+          });
+          const ds = list.body.deployments as any[];
+          maxBuilding = Math.max(maxBuilding, ds.filter((d) => d.status === 'building').length);
+          return ds.every((d) => d.status === 'success') ? ds : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
       expect(maxBuilding).to.equal(1);
       const byId = new Map(all.map((d) => [d.id, d]));
       for (let i = 1; i < ids.length; i++) {
@@ -238,12 +243,12 @@ describe('Hosting deployments over HTTP', () => {
       const b = await newSite(s.baseUrl, owner.token, { name: 'b' });
       const da = await deploySlowly(owner.token, a.id, 1200);
       const db = await deploySlowly(owner.token, b.id, 1200);
-      await waitFor(async () => {
+      await waitFor('both deployments to be building', async () => {
         const [x, y] = await Promise.all([
           getDeployment(s.baseUrl, owner.token, a.id, da.id),
           getDeployment(s.baseUrl, owner.token, b.id, db.id),
         ]);
-        return x.status === 'building' && y.status === 'building' ? true : undefined;
+        return x.status === 'building' && y.status === 'building';
       });
       await waitForDeployment(s.baseUrl, owner.token, a.id, da.id);
       await waitForDeployment(s.baseUrl, owner.token, b.id, db.id);

@@ -1,3 +1,4 @@
+// Test tier: process
 import { expect } from 'chai';
 import {
   chmodSync,
@@ -14,9 +15,11 @@ import { gunzipSync } from 'node:zlib';
 import { bubblewrapAvailable } from '../../../server/modules/hosting/build-process.js';
 import type { LocalHostingDriver } from '../../../server/modules/hosting/local-hosting.driver.js';
 import { edgePort } from '../../../server/modules/hosting/hosting.module.js';
-import { collectOrphanArtifacts } from '../../../server/modules/hosting/hosting.jobs.js';
+import { collectOrphanArtifacts } from '../../../server/modules/hosting/builds.service.js';
 import { waitRemoved } from '../organization/organization-helpers.js';
 import { flushEdgeTraffic } from '../../../server/modules/hosting/edge-traffic.js';
+import { edgeRoutesChanged } from '../../../server/modules/hosting/edge.js';
+import { HostingSite } from '../../../server/modules/hosting/hosting-site.entity.js';
 import { createOrg } from '../../support/factories.js';
 import {
   commitFiles,
@@ -29,15 +32,8 @@ import {
 import { http } from '../../support/http.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
-import {
-  logLines,
-  logsOf,
-  newDeployment,
-  newSite,
-  openSse,
-  waitFor,
-  waitForDeployment,
-} from './hosting-helpers.js';
+import { logLines, logsOf, newDeployment, newSite, openSse, waitForDeployment } from './hosting-helpers.js';
+import { waitFor } from '../../support/wait.js';
 
 /** A build that needs no network: `npm run build` runs a node script writing the site. */
 function siteFiles(title: string, extra: Record<string, string> = {}): Record<string, string> {
@@ -184,6 +180,12 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
     const preview = await edgeGet(port, new URL(done.url).host);
     expect(preview.status).to.equal(200);
     expect(preview.body.toString()).to.include('version two');
+    // A pending custom domain is not served; verified (as a found TXT record makes it), it is, at once.
+    expect((await edgeGet(port, site.domain)).status).to.equal(404);
+    await s.deps.db.orm.em
+      .fork()
+      .nativeUpdate(HostingSite, { id: site.id }, { domainVerifiedAt: new Date() });
+    edgeRoutesChanged(s.deps);
     const custom = await edgeGet(port, site.domain);
     expect(custom.body.toString()).to.include('version two');
     expect((await edgeGet(port, `nothing-here.${domain()}`)).status).to.equal(404);
@@ -361,10 +363,14 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
       build_command: `echo started; sh -c 'node -e "setTimeout(()=>{},60000)" ${marker}' & node -e "setTimeout(()=>{},60000)" ${marker}`,
     });
     const d = await newDeployment(s.baseUrl, owner.token, site.id);
-    await waitFor(async () => {
-      const logs = await logsOf(s.baseUrl, owner.token, site.id, d.id);
-      return logs.logs.some((l: { message: string }) => l.message === 'started') ? true : undefined;
-    }, 30_000);
+    await waitFor(
+      'the build to log "started"',
+      async () => {
+        const logs = await logsOf(s.baseUrl, owner.token, site.id, d.id);
+        return logs.logs.some((l: { message: string }) => l.message === 'started');
+      },
+      { timeoutMs: 30_000 },
+    );
     const running = () =>
       readdirSync('/proc').filter((p) => {
         if (!/^\d+$/.test(p)) return false;
@@ -374,13 +380,13 @@ describe('Hosting: real builds (BUILDER=local) and the edge', function () {
           return false;
         }
       });
-    await waitFor(async () => (running().length >= 2 ? true : undefined));
+    await waitFor('both build processes to run', () => running().length >= 2);
     const cancel = await http(s.baseUrl, 'POST', `/v1/hosting/sites/${site.id}/deployments/${d.id}/cancel`, {
       token: owner.token,
     });
     expect(cancel.status, cancel.text).to.equal(200);
     expect(cancel.body.deployment.status).to.equal('canceled');
-    await waitFor(async () => (running().length === 0 ? true : undefined), 5_000);
+    await waitFor('no build process left', () => running().length === 0, { timeoutMs: 5_000 });
   });
 
   it('a build cannot read the API secrets, its environment, other sites or their artifacts; its time is limited', async () => {

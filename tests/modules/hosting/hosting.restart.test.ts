@@ -1,3 +1,4 @@
+// Test tier: server
 import pg from 'pg';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,9 +16,9 @@ import {
   newDeployment,
   newSite,
   openSse,
-  waitFor,
   waitForDeployment,
 } from './hosting-helpers.js';
+import { waitFor } from '../../support/wait.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 
 /** Deployments of the database still `queued` or `building`. */
@@ -139,7 +140,7 @@ describe('Hosting builds across a restart', function () {
     try {
       const done = await waitForDeployment(second.baseUrl, owner.token, site.id, d.id, undefined, 30_000);
       expect(done.status).to.equal('success');
-      const left = await waitFor(async () => {
+      const left = await waitFor('no deployment left queued or building', async () => {
         const rows = await second.deps.db.orm.em
           .fork()
           .execute(`select id from hosting_deployments where status in ('queued', 'building')`);

@@ -22,10 +22,21 @@ async function deploymentOf(s: TestServer, other: TestUser): Promise<{ id: strin
   return { id, deployment_id: deployment.id };
 }
 
+const siteLabel = () => `d${Math.random().toString(36).slice(2, 10)}`;
+
 export const hostingSecurityFixtures: Record<string, SecurityFixture> = {
   'hosting.sites.get': async ({ s, other }) => ({ id: await siteOf(s, other) }),
   'hosting.sites.update': async ({ s, other }) => ({ id: await siteOf(s, other), name: 'Renamed' }),
   'hosting.sites.delete': async ({ s, other }) => ({ id: await siteOf(s, other) }),
+  'hosting.sites.verifyDomain': async ({ s, other }) => {
+    const { site } = await s.caller(other.token).hosting.sites.create({
+      name: 'Other domain',
+      git_repo: GIT_REPO,
+      framework: 'vue',
+      domain: `${siteLabel()}.other.example`,
+    });
+    return { id: site.id };
+  },
   'hosting.sites.deploy': async ({ s, other }) => ({ id: await siteOf(s, other), message: 'Not yours' }),
   'hosting.sites.rollback': async ({ s, other }) => deploymentOf(s, other),
   'hosting.deployments.list': async ({ s, other }) => ({ id: await siteOf(s, other) }),

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { toAppError } from '../../../server/trpc/init.js';
 import { createOrg, createUser } from '../../support/factories.js';

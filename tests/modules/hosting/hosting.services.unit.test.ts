@@ -1,10 +1,10 @@
+// Test tier: unit
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Actor } from '../../../server/access/actor.js';
-import type { Em } from '../../../server/db/orm.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
 import type { AppError } from '../../../server/lib/errors.js';
 import {
@@ -15,18 +15,20 @@ import { BuildLogHub } from '../../../server/modules/hosting/build-logs.js';
 import {
   canTransition,
   transition,
-  TRANSITIONS,
+  DEPLOYMENT_TRANSITIONS,
   type DeploymentStatus,
 } from '../../../server/modules/hosting/deployment-state.js';
 import * as deployments from '../../../server/modules/hosting/deployments.service.js';
 import { newEdgeTrafficCounters } from '../../../server/modules/hosting/edge-traffic.js';
 import type { ProcessHostingDriver, RealBuildSpec } from '../../../server/modules/hosting/hosting.driver.js';
-import { advanceBuilds, type BuildJobData } from '../../../server/modules/hosting/hosting.jobs.js';
+import { advanceBuilds } from '../../../server/modules/hosting/builds.service.js';
+import type { BuildJobData } from '../../../server/modules/hosting/hosting.jobs.js';
 import type { HostingRuntime } from '../../../server/modules/hosting/hosting.module.js';
 import * as sites from '../../../server/modules/hosting/sites.service.js';
 import { SimulatedHostingDriver } from '../../../server/modules/hosting/simulated-hosting.driver.js';
 import { openEnvironment } from '../../../server/modules/hosting/site-environment.js';
 import { InMemoryHostingRepository } from './in-memory-hosting.repository.js';
+import { NO_EM } from '../../support/in-memory.js';
 import { appRejection, unitActor } from '../../support/unit.js';
 
 /**
@@ -72,10 +74,10 @@ function harness(opts: { builder?: 'simulated' | 'local'; driver?: HostingRuntim
       sitesDomain: 'sites.test',
       provisioningDelayMs: 0,
       webhook: { allowPrivateTargets: false },
-      hosting: { builder: opts.builder ?? 'simulated' },
+      hosting: { builder: opts.builder ?? 'simulated', buildLogMaxLines: 20_000 },
     },
     clock: { now: () => new Date(clock.t) },
-    keys: { twoFactor: randomBytes(32), idempotency: randomBytes(32) },
+    keys: { secrets: randomBytes(32), idempotency: randomBytes(32) },
     log: { info: silent, warn: silent, error: silent, debug: silent },
     jobs: {
       send: async (_job: unknown, data: BuildJobData) => {
@@ -107,7 +109,7 @@ function harness(opts: { builder?: 'simulated' | 'local'; driver?: HostingRuntim
     get collected() {
       return h.collected;
     },
-    ctx: (actor) => ({ em: {} as Em, deps, actor, requestId: 'req', ip: '127.0.0.1', userAgent: undefined }),
+    ctx: (actor) => ({ em: NO_EM, deps, actor, requestId: 'req', ip: '127.0.0.1', userAgent: undefined }),
     async drain() {
       for (let i = 0; i < 100 && jobs.length > 0; i++) {
         clock.t += 1000;
@@ -144,7 +146,7 @@ describe('Hosting services (unit, in-memory repository)', () => {
       expect(other.site.url).to.equal('https://web-2.sites.test');
     });
 
-    it('refuses a domain under the platform (400, one wording) and a domain already used (409)', async () => {
+    it('refuses a domain under the platform (400, one wording) and a domain verified by another site (409)', async () => {
       const h = harness();
       const a = actor();
       h.repo.setPlan(a.organizationId, 'pro');
@@ -152,10 +154,14 @@ describe('Hosting services (unit, in-memory repository)', () => {
       expect(own.code).to.equal('VALIDATION_ERROR');
       expect(own.message).to.match(/^Invalid request: domain: addresses under sites\.test/);
       expect(own.details).to.deep.equal([{ path: 'domain', message: own.message.slice(25) }]);
-      await create(h, a, { domain: 'www.example.org' });
+      const first = await create(h, a, { domain: 'www.example.org' });
+      // A pending claim blocks no one (docs/sites.md, "Custom domains"); a verified one does.
+      const pending = await create(h, actor(), { domain: 'www.example.org' });
+      expect(pending.site.domain_verification!.status).to.equal('pending');
+      h.repo.sites.find((x) => x.id === first.site.id)!.domainVerifiedAt = new Date();
       const taken = await appRejection(create(h, actor(), { domain: 'www.example.org' }));
       expect(taken.code).to.equal('CONFLICT');
-      expect(taken.details).to.deep.equal([{ path: 'domain', message: 'Already used by another site' }]);
+      expect(taken.details).to.deep.equal([{ path: 'domain', message: 'Already verified by another site' }]);
     });
 
     it('holds the plan limit: 402 with {resource, limit, current}', async () => {
@@ -267,6 +273,8 @@ describe('Hosting services (unit, in-memory repository)', () => {
       h.repo.setPlan(a.organizationId, 'pro');
       const { site } = await create(h, a);
       const first = (await deployments.deploy(h.ctx(a), { id: site.id })).deployment;
+      // A second later: "oldest first" is by creation time (the same millisecond is ordered by id, as in the database).
+      h.clock.t += 1000;
       await sites.updateSite(h.ctx(a), { id: site.id, build_command: 'npm run build && exit 1' });
       const second = (await deployments.deploy(h.ctx(a), { id: site.id })).deployment;
       // The second deployment joins the running chain rather than starting one.
@@ -412,7 +420,7 @@ describe('Hosting services (unit, in-memory repository)', () => {
         'building>canceled',
       ]);
       for (const final of ['success', 'failed', 'canceled'] as const)
-        expect(TRANSITIONS[final]).to.deep.equal([]);
+        expect(DEPLOYMENT_TRANSITIONS[final]).to.deep.equal([]);
     });
 
     it('applies a transition (times, reason) and refuses the others with a 409, changing nothing', () => {

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { appRouter } from '../../../server/router.js';
 import { createInProcessContext } from '../../../server/trpc/context.js';

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import Fastify from 'fastify';
 import { registerRestRoutes } from '../../../server/rest.js';
@@ -14,10 +15,10 @@ import {
   newDeployment,
   newSite,
   openSse,
-  waitFor,
   waitForDeployment,
   type SseClient,
 } from './hosting-helpers.js';
+import { waitFor } from '../../support/wait.js';
 
 const logsPath = (siteId: string, deploymentId: string, query = '') =>
   `/v1/hosting/sites/${siteId}/deployments/${deploymentId}/logs${query}`;
@@ -193,9 +194,9 @@ describe('Hosting build logs as Server-Sent Events', () => {
     const clients = await Promise.all(
       Array.from({ length: 5 }, () => openSse(s.baseUrl, logsPath(site.id, d.id), { token: owner.token })),
     );
-    await waitFor(async () => (hub.listenerCount(d.id) === 5 ? true : undefined));
+    await waitFor('5 listeners', () => hub.listenerCount(d.id) === 5);
     for (const c of clients) c.close();
-    await waitFor(async () => (hub.listenerCount(d.id) === 0 ? true : undefined), 5000);
+    await waitFor('no listener left', () => hub.listenerCount(d.id) === 0, { timeoutMs: 5000 });
     // Finished streams release theirs too.
     const done = await openSse(s.baseUrl, logsPath(site.id, d.id), { token: owner.token });
     await done.ended;
@@ -261,7 +262,7 @@ describe('Hosting build logs as Server-Sent Events', () => {
       const sse = await openSse(`http://127.0.0.1:${address.port}`, logsPath(site.id, d.id), {
         token: owner.token,
       });
-      await waitFor(async () => (sse.comments.length >= 3 ? true : undefined), 5000);
+      await waitFor('3 comments', () => sse.comments.length >= 3, { timeoutMs: 5000 });
       expect(sse.comments[0]).to.match(/^:/);
       expect(sse.events.filter((e) => e.event === 'log')).to.have.length(0);
       sse.close();

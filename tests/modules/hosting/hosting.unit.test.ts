@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import type { EventSink, StreamEvent } from '../../../server/lib/event-stream.js';
 import { followLogs } from '../../../server/modules/hosting/build-logs.js';
@@ -13,6 +14,7 @@ import { slugify } from '../../../server/modules/hosting/sites.service.js';
 import { SimulatedHostingDriver } from '../../../server/modules/hosting/simulated-hosting.driver.js';
 import { createOrg } from '../../support/factories.js';
 import { sharedServer, type TestServer } from '../../support/server.js';
+import { waitFor } from '../../support/wait.js';
 import { newDeployment, newSite, waitForDeployment } from './hosting-helpers.js';
 
 const HOUR = 3_600_000;
@@ -267,11 +269,7 @@ describe('Hosting: rules and simulation', () => {
       let status: 'building' | 'success' = 'building';
       const release = followLogs(s.deps, d.id, 0, async () => status, sink);
       const logs = () => sent.filter((e) => e.event === 'log').map((e) => (e.data as { seq: number }).seq);
-      const until = async (cond: () => boolean) => {
-        for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
-        expect(cond()).to.equal(true);
-      };
-      await until(() => logs().length === n);
+      await waitFor(`${n} log lines`, () => logs().length === n, { timeoutMs: 2_000 });
       // Two more lines are committed, but only the second is announced (as announcements may overtake).
       const extra = await em.transactional((tx) =>
         s.deps.modules.hosting.repository.appendLogLines(
@@ -286,11 +284,11 @@ describe('Hosting: rules and simulation', () => {
         ),
       );
       s.deps.modules.hosting.logHub.publish({ deploymentId: d.id, lines: [extra[1]!] });
-      await until(() => logs().length === n + 2);
+      await waitFor(`${n + 2} log lines`, () => logs().length === n + 2, { timeoutMs: 2_000 });
       // A repeat changes nothing; the final status ends the stream.
       status = 'success';
       s.deps.modules.hosting.logHub.publish({ deploymentId: d.id, lines: extra, status: 'success' });
-      await until(() => closed);
+      await waitFor('the stream to close', () => closed, { timeoutMs: 2_000 });
       expect(logs()).to.deep.equal(Array.from({ length: n + 2 }, (_, i) => i + 1));
       expect(sent.at(-1)).to.deep.equal({ event: 'end', data: { status: 'success' } });
       release();

@@ -1,13 +1,16 @@
 import type { Actor } from '../../../server/access/actor.js';
+import { Organization } from '../../../server/access/organization.entity.js';
+import { User } from '../../../server/access/user.entity.js';
 import { actsOnWholeOrganization } from '../../../server/access/scope.js';
 import type { Em } from '../../../server/db/orm.js';
+import type { Paged } from '../../../server/db/pagination.js';
 import type { EventDefinition } from '../../../server/events/define-event.js';
-import type { AppDeps } from '../../../server/kit/deps.js';
-import { planLimitExceeded } from '../../../server/lib/errors.js';
+import type { OrganizationPlan } from '../../../server/kit/plan-limit.js';
+import { invalidAccessToken } from '../../../server/lib/errors.js';
 import type { PageRequest } from '../../../server/lib/pagination.js';
-import { planLimit, type PlanId } from '../../../server/lib/plans.js';
-import type { HostingDeployment } from '../../../server/modules/hosting/hosting-deployment.entity.js';
-import type { HostingSite } from '../../../server/modules/hosting/hosting-site.entity.js';
+import type { PlanId } from '../../../server/lib/plans.js';
+import { HostingDeployment } from '../../../server/modules/hosting/hosting-deployment.entity.js';
+import { HostingSite } from '../../../server/modules/hosting/hosting-site.entity.js';
 import type { DeploymentStatus } from '../../../server/modules/hosting/hosting.constants.js';
 import type { BuildOutput } from '../../../server/modules/hosting/hosting.driver.js';
 import type { SiteView } from '../../../server/modules/hosting/hosting.dto.js';
@@ -16,12 +19,12 @@ import type {
   HostingRepository,
   NewDeployment,
   NewSite,
-  Page,
   SiteListFilter,
   UsageRecord,
 } from '../../../server/modules/hosting/hosting.repository.js';
 import { newDeploymentFields, newSiteFields } from '../../../server/modules/hosting/hosting.repository.js';
 import type { TLogLine } from '../../../server/modules/hosting/hosting.schema.js';
+import { byId, NO_EM, newestFirst, reference, row } from '../../support/in-memory.js';
 
 /**
  * A site as a read without `populate` gives it: `environmentVariables` is lazy in the entity, so not loaded (the
@@ -34,13 +37,30 @@ function withoutEnvironment(site: HostingSite): HostingSite {
   });
 }
 
-/** The unit of work of the in-memory repository: nothing (rows change in place; no rollback). */
-const NO_EM = {} as Em;
+/** The list view of a site row (the columns the MikroORM repository selects). */
+function toSiteView(s: HostingSite): SiteView {
+  return {
+    id: s.id,
+    name: s.name,
+    slug: s.slug,
+    domain: s.domain,
+    domainVerificationToken: s.domainVerificationToken,
+    domainVerifiedAt: s.domainVerifiedAt,
+    status: s.status,
+    sslEnabled: s.sslEnabled,
+    framework: s.framework,
+    gitRepo: s.gitRepo,
+    branch: s.branch,
+    user: { id: s.user.id },
+    liveDeploymentId: s.liveDeploymentId,
+    liveDeploymentAt: s.liveDeploymentAt,
+    previewDeploymentId: s.previewDeploymentId,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  };
+}
 
-const newestFirst = <T extends { createdAt: Date; id: string }>(a: T, b: T) =>
-  b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
-
-function paged<T extends { id: string; createdAt: Date }>(rows: T[], q: PageRequest): Page<T> {
+function paged<T extends { id: string; createdAt: Date }>(rows: T[], q: PageRequest): Paged<T> {
   const sorted = [...rows].sort(newestFirst);
   let start = (q.page - 1) * q.limit;
   if (q.startingAfter) start = sorted.findIndex((r) => r.id === q.startingAfter) + 1;
@@ -50,8 +70,9 @@ function paged<T extends { id: string; createdAt: Date }>(rows: T[], q: PageRequ
 
 /**
  * The hosting repository (server/modules/hosting/hosting.repository.ts) over plain arrays, for unit tests of the
- * services: no database, no server. Rows are plain objects shaped as the entities; a transaction runs its work as
- * it is. Organizations' plans are set with {@link setPlan} (`starter` by default).
+ * services: no database, no server; held to the MikroORM repository by ./hosting.repository-contract.ts. Rows are
+ * entity instances; a transaction runs its work as it is. Organizations' plans (the organization's row, in the
+ * database) are set with {@link setPlan} (`starter` by default).
  */
 export class InMemoryHostingRepository implements HostingRepository {
   readonly sites: HostingSite[] = [];
@@ -102,7 +123,7 @@ export class InMemoryHostingRepository implements HostingRepository {
     return this.sites.find((x) => x.id === id) ?? null;
   }
 
-  async listSites(_em: Em, f: SiteListFilter, page: PageRequest): Promise<Page<SiteView>> {
+  async listSites(_em: Em, f: SiteListFilter, page: PageRequest): Promise<Paged<SiteView>> {
     const rows = f.none
       ? []
       : this.sites.filter(
@@ -112,24 +133,28 @@ export class InMemoryHostingRepository implements HostingRepository {
             (!f.status || s.status === f.status) &&
             (!f.framework || s.framework === f.framework),
         );
-    return paged(rows, page);
+    const found = paged(rows, page);
+    return { ...found, items: found.items.map(toSiteView) };
   }
 
-  async assertCanCreateSite(_tx: Em, _deps: AppDeps, actor: Actor): Promise<void> {
-    if (this.deletedUsers.has(actor.userId)) throw new Error('the owner no longer exists');
-    const limit = planLimit(this.plans.get(actor.organizationId) ?? 'starter', 'hosting_sites');
-    const current = this.sites.filter((s) => s.organization.id === actor.organizationId).length;
-    if (current >= limit) {
-      throw planLimitExceeded(`Your plan allows ${limit} hosting sites; delete one or upgrade the plan`, {
-        resource: 'hosting_sites',
-        limit,
-        current,
-      });
+  async lockOwner(_tx: Em, userId: string): Promise<void> {
+    if (this.deletedUsers.has(userId)) {
+      throw invalidAccessToken(
+        'Access token is no longer valid (signed out, or the user was suspended or removed)',
+      );
     }
   }
 
+  async lockPlan(_tx: Em, organizationId: string): Promise<OrganizationPlan> {
+    return { plan: this.plans.get(organizationId) ?? 'starter', status: 'active' };
+  }
+
+  async lockedSiteCount(_tx: Em, _deps: unknown, organizationId: string): Promise<number> {
+    return this.sites.filter((s) => s.organization.id === organizationId).length;
+  }
+
   async domainTaken(_tx: Em, domain: string, exceptSiteId?: string): Promise<boolean> {
-    return this.sites.some((s) => s.domain === domain && s.id !== exceptSiteId);
+    return this.sites.some((s) => s.domain === domain && s.domainVerifiedAt && s.id !== exceptSiteId);
   }
 
   async lockSlugBase(): Promise<void> {}
@@ -143,11 +168,11 @@ export class InMemoryHostingRepository implements HostingRepository {
   }
 
   createSite(_tx: Em, s: NewSite): HostingSite {
-    const site = {
+    const site = row(HostingSite, {
       ...newSiteFields(s),
-      organization: { id: s.organizationId },
-      user: { id: s.userId },
-    } as unknown as HostingSite;
+      organization: reference(Organization, s.organizationId),
+      user: reference(User, s.userId),
+    });
     this.sites.push(site);
     return site;
   }
@@ -172,11 +197,24 @@ export class InMemoryHostingRepository implements HostingRepository {
     siteId: string,
     statuses: readonly DeploymentStatus[],
   ): Promise<HostingDeployment[]> {
-    return this.deployments.filter((d) => d.site.id === siteId && statuses.includes(d.status));
+    return this.deployments
+      .filter((d) => d.site.id === siteId && statuses.includes(d.status))
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || byId(a, b));
   }
 
   async countDeployments(_em: Em, siteId: string, statuses: readonly DeploymentStatus[]): Promise<number> {
     return (await this.deploymentsIn(NO_EM, siteId, statuses)).length;
+  }
+
+  async buildShare(_tx: Em, organizationId: string): Promise<{ building: number; othersWaiting: boolean }> {
+    const orgOf = (d: HostingDeployment) => this.sites.find((s) => s.id === d.site.id)?.organization.id;
+    const buildingOrgs = new Set(this.deployments.filter((d) => d.status === 'building').map(orgOf));
+    return {
+      building: this.deployments.filter((d) => d.status === 'building' && orgOf(d) === organizationId).length,
+      othersWaiting: this.deployments.some(
+        (d) => d.status === 'queued' && orgOf(d) !== organizationId && !buildingOrgs.has(orgOf(d)),
+      ),
+    };
   }
 
   async deploymentIds(_em: Em, siteId: string): Promise<string[]> {
@@ -188,7 +226,7 @@ export class InMemoryHostingRepository implements HostingRepository {
   }
 
   createDeployment(_tx: Em, n: NewDeployment): HostingDeployment {
-    const d = newDeploymentFields(n) as unknown as HostingDeployment;
+    const d = row(HostingDeployment, newDeploymentFields(n));
     this.deployments.push(d);
     return d;
   }
@@ -198,7 +236,7 @@ export class InMemoryHostingRepository implements HostingRepository {
     siteId: string,
     status: DeploymentStatus | undefined,
     page: PageRequest,
-  ): Promise<Page<HostingDeployment>> {
+  ): Promise<Paged<HostingDeployment>> {
     return paged(
       this.deployments.filter((d) => d.site.id === siteId && (!status || d.status === status)),
       page,
@@ -260,7 +298,9 @@ export class InMemoryHostingRepository implements HostingRepository {
   }
 
   async liveRoute(by: 'slug' | 'domain', value: string): Promise<EdgeRoute | null> {
-    const s = this.sites.find((x) => (by === 'slug' ? x.slug : x.domain) === value);
+    const s = this.sites.find((x) =>
+      by === 'slug' ? x.slug === value : x.domain === value && x.domainVerifiedAt,
+    );
     return s?.liveDeploymentId ? { siteId: s.id, deploymentId: s.liveDeploymentId } : null;
   }
 

@@ -1,19 +1,20 @@
-import type { Organization } from '../../../server/access/organization.entity.js';
-import type { User } from '../../../server/access/user.entity.js';
+import { Organization } from '../../../server/access/organization.entity.js';
+import { User, type Role } from '../../../server/access/user.entity.js';
 import type { Em } from '../../../server/db/orm.js';
 import type { EventDefinition } from '../../../server/events/define-event.js';
+import type { PlanId } from '../../../server/lib/plans.js';
 import type {
   OrganizationPeople,
   OrganizationRepository,
 } from '../../../server/modules/organization/organization.repository.js';
-
-/** The unit of work of the in-memory repository: nothing (rows change in place; no rollback). */
-const NO_EM = {} as Em;
+import { NO_EM, reference, row } from '../../support/in-memory.js';
 
 /**
  * The organization repository (server/modules/organization/organization.repository.ts) over plain arrays, for unit
- * tests of the service: no database, no server. Rows are plain objects shaped as the entities; a transaction runs
- * its work as it is; `flushes` counts the writes asked for, `events` what was recorded.
+ * tests of the service: no database, no server; held to the MikroORM repository by
+ * ./organization.repository-contract.ts. The rows the repository only reads (organizations, users: other parts of the
+ * platform create them) are added with {@link addOrganization} and {@link addUser}. A transaction runs its work as it
+ * is; `flushes` counts the writes asked for, `events` what was recorded.
  */
 export class InMemoryOrganizationRepository implements OrganizationRepository {
   readonly organizations: Organization[] = [];
@@ -21,6 +22,43 @@ export class InMemoryOrganizationRepository implements OrganizationRepository {
   readonly revokedSessions: { organizationId: string; at: Date }[] = [];
   readonly events: { event: string; organizationId: string; payload: unknown }[] = [];
   flushes = 0;
+
+  addOrganization(o: { id: string; name: string; plan?: PlanId; createdAt: Date; deletedAt?: Date | null }) {
+    const org = row(Organization, {
+      id: o.id,
+      name: o.name,
+      plan: o.plan ?? 'starter',
+      planStatus: 'active',
+      createdAt: o.createdAt,
+      updatedAt: o.createdAt,
+      deletedAt: o.deletedAt ?? null,
+    });
+    this.organizations.push(org);
+    return org;
+  }
+
+  addUser(u: { id: string; organizationId: string; role: Role; createdAt: Date; deletedAt?: Date | null }) {
+    const user = row(User, {
+      id: u.id,
+      organization: reference(Organization, u.organizationId),
+      email: `${u.id}@example.com`,
+      name: u.id,
+      passwordHash: null,
+      role: u.role,
+      status: 'active',
+      permissions: [],
+      twoFactorEnabled: false,
+      lastLogin: null,
+      avatarUrl: null,
+      timezone: null,
+      language: null,
+      createdAt: u.createdAt,
+      updatedAt: u.createdAt,
+      deletedAt: u.deletedAt ?? null,
+    });
+    this.users.push(user);
+    return user;
+  }
 
   fork(): Em {
     return NO_EM;

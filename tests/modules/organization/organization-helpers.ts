@@ -5,12 +5,11 @@ import type { AppDeps } from '../../../server/kit/deps.js';
 import { createUser, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import type { TestServer } from '../../support/server.js';
-import { createConnection, waitFor } from '../vpn/vpn-helpers.js';
+import { waitFor } from '../../support/wait.js';
+import { createConnection } from '../vpn/vpn-helpers.js';
 import { dbName, runningDatabase, waitBackupCompleted } from '../databases/databases-helpers.js';
 import { newDeployment, newSite, waitForDeployment } from '../hosting/hosting-helpers.js';
 import { uniqueEmail } from '../../support/factories.js';
-
-export { waitFor };
 
 const query = <T extends object>(deps: AppDeps, sql: string, params: unknown[] = []) =>
   deps.db.orm.em.fork().execute<T[]>(sql, params);
@@ -75,12 +74,16 @@ export async function userKeyedRows(deps: AppDeps, userIds: string[]): Promise<n
 
 /** Waits until the organization's row is gone (the removal job's last step). */
 export async function waitRemoved(deps: AppDeps, organizationId: string, timeoutMs = 90_000): Promise<void> {
-  await waitFor(async () => {
-    const rows = await query<{ id: string }>(deps, `select "id" from "organizations" where "id" = ?`, [
-      organizationId,
-    ]);
-    return rows.length === 0 ? true : undefined;
-  }, timeoutMs);
+  await waitFor(
+    "the organization's row to be gone",
+    async () => {
+      const rows = await query<{ id: string }>(deps, `select "id" from "organizations" where "id" = ?`, [
+        organizationId,
+      ]);
+      return rows.length === 0 ? true : undefined;
+    },
+    { timeoutMs },
+  );
 }
 
 /**
@@ -135,7 +138,7 @@ export async function populate(
   const conn = await createConnection(base, t);
   expect(conn.status, conn.text).to.equal(201);
   const connectionId = conn.body.connection.id as string;
-  await waitFor(async () => {
+  await waitFor('the connection to be active', async () => {
     const r = await http(base, 'GET', `/v1/vpn/connections/${connectionId}`, { token: t });
     return r.body.connection?.status === 'active' ? true : undefined;
   });

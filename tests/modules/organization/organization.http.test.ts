@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import {
   createOrg,
@@ -15,9 +16,9 @@ import {
   rowsOf,
   tablesWithOrganizationColumn,
   userKeyedRows,
-  waitFor,
   waitRemoved,
 } from './organization-helpers.js';
+import { waitFor } from '../../support/wait.js';
 
 const get = (s: TestServer, token: string) => http(s.baseUrl, 'GET', '/v1/organization', { token });
 
@@ -327,7 +328,7 @@ async function populateLight(s: TestServer, other: TestUser): Promise<void> {
     body: { name: 'Other laptop', location: 'eu-west', protocol: 'wireguard' },
   });
   expect(conn.status).to.equal(201);
-  await waitFor(async () => {
+  await waitFor('the connection to be active', async () => {
     const r = await http(s.baseUrl, 'GET', `/v1/vpn/connections/${conn.body.connection.id}`, {
       token: other.token,
     });

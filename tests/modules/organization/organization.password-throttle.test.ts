@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { URI, type TOTP } from 'otpauth';
 import { createOrg, createUser, type TestUser } from '../../support/factories.js';

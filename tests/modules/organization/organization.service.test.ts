@@ -1,16 +1,15 @@
+// Test tier: unit
 import { expect } from 'chai';
-import type { Actor } from '../../../server/access/actor.js';
-import type { Organization } from '../../../server/access/organization.entity.js';
-import type { User } from '../../../server/access/user.entity.js';
-import type { Em } from '../../../server/db/orm.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
 import { AppError } from '../../../server/lib/errors.js';
 import * as organization from '../../../server/modules/organization/organization.service.js';
 import { InMemoryOrganizationRepository } from './in-memory-organization.repository.js';
+import { NO_EM } from '../../support/in-memory.js';
+import { actorOf } from '../../support/unit.js';
 
 /**
  * The organization service against an in-memory repository (./in-memory-organization.repository.ts): no server, no
- * database (docs/adding-a-module.md, "Data access").
+ * database (docs/adding-a-module.md, "Checklist", step 3).
  */
 
 const CREATED = new Date('2026-10-01T00:00:00.000Z');
@@ -21,18 +20,19 @@ function harness() {
     clock: { now: () => new Date('2026-11-01T00:00:00.000Z') },
     modules: { organization: { repository: repo } },
   } as unknown as AppDeps;
-  const org = { id: 'org_1', name: 'Acme', plan: 'pro', createdAt: CREATED, deletedAt: null } as Organization;
-  repo.organizations.push(org);
-  const user = (id: string, role: User['role'], extra: Partial<User> = {}) =>
-    ({ id, role, organization: org, createdAt: CREATED, deletedAt: null, ...extra }) as User;
-  repo.users.push(
-    user('usr_owner', 'owner'),
-    user('usr_admin', 'admin'),
-    user('usr_gone', 'member', { deletedAt: CREATED }),
-  );
-  const actor = { userId: 'usr_owner', organizationId: org.id, role: 'owner' } as Actor;
+  const org = repo.addOrganization({ id: 'org_1', name: 'Acme', plan: 'pro', createdAt: CREATED });
+  repo.addUser({ id: 'usr_owner', organizationId: org.id, role: 'owner', createdAt: CREATED });
+  repo.addUser({ id: 'usr_admin', organizationId: org.id, role: 'admin', createdAt: CREATED });
+  repo.addUser({
+    id: 'usr_gone',
+    organizationId: org.id,
+    role: 'member',
+    createdAt: CREATED,
+    deletedAt: CREATED,
+  });
+  const actor = actorOf(org.id, 'usr_owner', 'owner');
   const ctx: ActorContext = {
-    em: {} as Em,
+    em: NO_EM,
     deps,
     actor,
     requestId: 'req',

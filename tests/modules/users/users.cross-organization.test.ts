@@ -1,9 +1,11 @@
+// Test tier: server
 import { expect } from 'chai';
 import { MemoryMailDriver } from '../../../server/mail/mail-driver.js';
 import { createOrg, createUser, uniqueEmail, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
+import { waitFor } from '../../support/wait.js';
 
 /**
  * One address, several organizations (docs/users-and-permissions.md, "Invitations"; docs/security.md): a user row
@@ -165,14 +167,12 @@ describe('one address across organizations (invitations, sign-in, reset)', funct
         `select "action" from "audit_logs" where "organization_id" = ? and "actor_email" = ? and "action" like '%eset%'`,
         [organizationId, email],
       );
-    async function mailTo(email: string) {
-      for (let i = 0; i < 200; i++) {
-        const mail = outbox.sent.find((m) => m.to === email && m.kind === 'password_reset');
-        if (mail) return mail;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error(`no reset mail to ${email}`);
-    }
+    const mailTo = (email: string) =>
+      waitFor(
+        `a reset mail to ${email}`,
+        () => outbox.sent.find((m) => m.to === email && m.kind === 'password_reset'),
+        { timeoutMs: 10_000 },
+      );
 
     it('treats an address that is only invited as unknown: same answer, no mail, no audit entry', async () => {
       const b = await createOrg(s.deps);

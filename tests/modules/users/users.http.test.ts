@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { MemoryMailDriver } from '../../../server/mail/mail-driver.js';
 import { Event } from '../../../server/events/event.entity.js';

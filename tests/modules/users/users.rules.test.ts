@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { ROLE_DEFAULT_PERMISSIONS } from '../../../server/access/permissions.js';
 import { User } from '../../../server/access/user.entity.js';

@@ -1,13 +1,15 @@
+import { Organization } from '../../../server/access/organization.entity.js';
 import type { Actor } from '../../../server/access/actor.js';
 import { actsOnWholeOrganization } from '../../../server/access/scope.js';
+import { User } from '../../../server/access/user.entity.js';
 import type { Em } from '../../../server/db/orm.js';
+import type { Paged } from '../../../server/db/pagination.js';
 import type { EventDefinition } from '../../../server/events/define-event.js';
-import type { AppDeps } from '../../../server/kit/deps.js';
-import { planLimitExceeded } from '../../../server/lib/errors.js';
+import type { OrganizationPlan } from '../../../server/kit/plan-limit.js';
 import type { PageRequest } from '../../../server/lib/pagination.js';
-import { planLimit, type PlanId } from '../../../server/lib/plans.js';
-import type { VpnConnection } from '../../../server/modules/vpn/vpn-connection.entity.js';
-import type { VpnServer } from '../../../server/modules/vpn/vpn-server.entity.js';
+import type { PlanId } from '../../../server/lib/plans.js';
+import { VpnConnection } from '../../../server/modules/vpn/vpn-connection.entity.js';
+import { VpnServer } from '../../../server/modules/vpn/vpn-server.entity.js';
 import type { VpnLocation, VpnProtocol } from '../../../server/modules/vpn/vpn.constants.js';
 import type { ConnectionView } from '../../../server/modules/vpn/vpn.dto.js';
 import {
@@ -16,17 +18,9 @@ import {
   type ConnectionListFilter,
   type NewConnection,
   type NewServer,
-  type Page,
   type VpnRepository,
 } from '../../../server/modules/vpn/vpn.repository.js';
-
-/** The unit of work of the in-memory repository: nothing (rows change in place; no rollback). */
-const NO_EM = {} as Em;
-
-const byId = <T extends { id: string }>(a: T, b: T) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-
-const newestFirst = <T extends { createdAt: Date; id: string }>(a: T, b: T) =>
-  b.createdAt.getTime() - a.createdAt.getTime() || -byId(a, b);
+import { byId, NO_EM, newestFirst, reference, row } from '../../support/in-memory.js';
 
 /** Defaults of a server row the create may leave out (the entity's). */
 const SERVER_DEFAULTS = {
@@ -42,6 +36,31 @@ const SERVER_DEFAULTS = {
   latency: 0,
   lastPeerIndex: 1,
 } as const;
+
+/** The list view of a connection row (the columns the MikroORM repository selects). */
+function toView(c: VpnConnection): ConnectionView {
+  return {
+    id: c.id,
+    name: c.name,
+    status: c.status,
+    statusMessage: c.statusMessage,
+    location: c.location,
+    protocol: c.protocol,
+    server: { id: c.server.id },
+    user: { id: c.user.id },
+    autoConnect: c.autoConnect,
+    createdAt: c.createdAt,
+    updatedAt: c.updatedAt,
+    connectedAt: c.connectedAt,
+    lastActivity: c.lastActivity,
+    uploadBytes: c.uploadBytes,
+    downloadBytes: c.downloadBytes,
+    sessionUploadBase: c.sessionUploadBase,
+    sessionDownloadBase: c.sessionDownloadBase,
+    uploadRate: c.uploadRate,
+    downloadRate: c.downloadRate,
+  };
+}
 
 /**
  * The VPN repository (server/modules/vpn/vpn.repository.ts) over plain arrays, for unit tests of the services: no
@@ -70,7 +89,7 @@ export class InMemoryVpnRepository implements VpnRepository {
 
   // ---------- connections ----------
 
-  async listConnections(_em: Em, f: ConnectionListFilter, q: PageRequest): Promise<Page<ConnectionView>> {
+  async listConnections(_em: Em, f: ConnectionListFilter, q: PageRequest): Promise<Paged<ConnectionView>> {
     const rows = this.connections
       .filter(
         (c) =>
@@ -85,7 +104,7 @@ export class InMemoryVpnRepository implements VpnRepository {
     let start = (q.page - 1) * q.limit;
     if (q.startingAfter) start = rows.findIndex((r) => r.id === q.startingAfter) + 1;
     return {
-      items: rows.slice(start, start + q.limit),
+      items: rows.slice(start, start + q.limit).map(toView),
       total: rows.length,
       hasMore: start + q.limit < rows.length,
     };
@@ -104,7 +123,7 @@ export class InMemoryVpnRepository implements VpnRepository {
         (actsOnWholeOrganization(actor) || x.user.id === actor.userId),
     );
     if (!c) return null;
-    if (opts.withServer) (c as { server: unknown }).server = this.serverById(c.server.id);
+    if (opts.withServer) c.server = await this.getServer(NO_EM, c.server.id);
     return c;
   }
 
@@ -112,37 +131,35 @@ export class InMemoryVpnRepository implements VpnRepository {
     return this.connections.find((c) => c.id === id) ?? null;
   }
 
-  async precheckConnectionPlan(_em: Em, _deps: AppDeps, organizationId: string): Promise<void> {
-    this.checkPlan(organizationId);
+  async lockOwner(): Promise<void> {}
+
+  async lockPlan(_tx: Em, organizationId: string): Promise<OrganizationPlan> {
+    return this.readPlan(NO_EM, organizationId);
   }
 
-  async assertCanCreateConnection(_tx: Em, _deps: AppDeps, actor: Actor): Promise<void> {
-    this.checkPlan(actor.organizationId);
+  async lockedConnectionCount(_tx: Em, _deps: unknown, organizationId: string): Promise<number> {
+    return this.connectionCount(NO_EM, _deps, organizationId);
   }
 
-  private checkPlan(organizationId: string): void {
-    const limit = planLimit(this.plans.get(organizationId) ?? 'starter', 'vpn_connections');
-    const current = this.connections.filter((c) => c.organization.id === organizationId).length;
-    if (current >= limit) {
-      throw planLimitExceeded(`Your plan allows ${limit} VPN connections`, {
-        resource: 'vpn_connections',
-        limit,
-        current,
-      });
-    }
+  async readPlan(_em: Em, organizationId: string): Promise<OrganizationPlan> {
+    return { plan: this.plans.get(organizationId) ?? 'starter', status: 'active' };
+  }
+
+  async connectionCount(_em: Em, _deps: unknown, organizationId: string): Promise<number> {
+    return this.connections.filter((c) => c.organization.id === organizationId).length;
   }
 
   createConnection(_tx: Em, n: NewConnection): VpnConnection {
-    const c = {
+    const c = row(VpnConnection, {
       ...newConnectionFields(n),
-      organization: { id: n.organizationId },
-      user: { id: n.userId },
-      server: { id: n.serverId },
+      organization: reference(Organization, n.organizationId),
+      user: reference(User, n.userId),
+      server: reference(VpnServer, n.serverId),
       peerEnabled: true,
       lastHandshakeAt: null,
       reportedRx: 0,
       reportedTx: 0,
-    } as unknown as VpnConnection;
+    });
     this.connections.push(c);
     return c;
   }
@@ -296,17 +313,25 @@ export class InMemoryVpnRepository implements VpnRepository {
       .sort();
   }
 
-  async addressTaken(_tx: Em, host: string, port: number): Promise<boolean> {
-    return this.servers.some((s) => s.host === host && s.port === port && !s.deletedAt);
+  async addressTaken(_tx: Em, host: string, port: number, organizationId: string | null): Promise<boolean> {
+    return this.servers.some(
+      (s) =>
+        s.host === host && s.port === port && !s.deletedAt && (s.organization?.id ?? null) === organizationId,
+    );
   }
 
   createServer(_tx: Em, data: NewServer): VpnServer {
-    const { organization, ...rest } = data as NewServer & { organization?: string | null };
-    const s = {
-      ...SERVER_DEFAULTS,
-      ...rest,
-      organization: organization ? { id: organization } : null,
-    } as unknown as VpnServer;
+    const { organization, ...rest } = data;
+    // The services name the organization by id (a shared server has none).
+    const organizationId =
+      typeof organization === 'string'
+        ? organization
+        : organization instanceof Organization
+          ? organization.id
+          : null;
+    const s = Object.assign(new VpnServer(), SERVER_DEFAULTS, rest, {
+      organization: organizationId ? reference(Organization, organizationId) : null,
+    });
     this.servers.push(s);
     return s;
   }

@@ -6,21 +6,6 @@ import type { AppDeps } from '../../../server/kit/deps.js';
 import { isWireguardKey } from '../../../server/modules/vpn/wireguard.js';
 import { http, type HttpResult } from '../../support/http.js';
 
-/** Polls `check` until it returns a value (not undefined) or `timeoutMs` passes. */
-export async function waitFor<T>(
-  check: () => Promise<T | undefined>,
-  timeoutMs = 15_000,
-  intervalMs = 50,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 export function createConnection(
   baseUrl: string,
   token: string,

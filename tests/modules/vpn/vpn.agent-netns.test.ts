@@ -1,3 +1,4 @@
+// Test tier: process
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,7 +9,8 @@ import { expect } from 'chai';
 import { createOrg, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { sharedServer, type TestServer } from '../../support/server.js';
-import { createConnection, eventsOf, parseWgQuick, waitFor } from './vpn-helpers.js';
+import { waitFor } from '../../support/wait.js';
+import { createConnection, eventsOf, parseWgQuick } from './vpn-helpers.js';
 
 const run = promisify(execFile);
 
@@ -148,21 +150,29 @@ describe('VPN agent end to end in network namespaces (wireguard-go)', function (
     agent.stdout!.on('data', (d: Buffer) => (agentOutput += d.toString()));
     agent.stderr!.on('data', (d: Buffer) => (agentOutput += d.toString()));
 
-    const listed = await waitFor(async () => {
-      const res = await http(s.baseUrl, 'GET', '/v1/vpn/servers?location=eu-west', { token: owner.token });
-      const srv = (res.body.servers as any[]).find((x) => x.id === serverId);
-      return srv?.status === 'online' && srv.public_key ? srv : undefined;
-    }, 30_000);
+    const listed = await waitFor(
+      "the agent's server to be listed online",
+      async () => {
+        const res = await http(s.baseUrl, 'GET', '/v1/vpn/servers?location=eu-west', { token: owner.token });
+        const srv = (res.body.servers as any[]).find((x) => x.id === serverId);
+        return srv?.status === 'online' && srv.public_key ? srv : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(listed).to.include({ kind: 'agent', city: 'Dublin', country_code: 'IE', host: serverIp, port });
     expect(listed.protocols).to.deep.equal(['wireguard']);
     expect((await eventsOf(s.deps, owner.organizationId, 'vpn.server.created')).length).to.equal(1);
     // The interface exists (the agent sets it up right after registering) and listens on the server's port, with
     // the registered public key.
-    const iface = await waitFor(async () => {
-      const dump = await inNs(nsS, 'wg', ['show', wgS, 'dump']).catch(() => undefined);
-      const first = dump?.stdout.split('\n')[0]!.split('\t');
-      return first && first[2] === String(port) ? first : undefined;
-    }, 30_000);
+    const iface = await waitFor(
+      "the WireGuard interface on the server's port",
+      async () => {
+        const dump = await inNs(nsS, 'wg', ['show', wgS, 'dump']).catch(() => undefined);
+        const first = dump?.stdout.split('\n')[0]!.split('\t');
+        return first && first[2] === String(port) ? first : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(iface[1]).to.equal(listed.public_key);
     expect(iface[2]).to.equal(String(port));
 
@@ -176,9 +186,9 @@ describe('VPN agent end to end in network namespaces (wireguard-go)', function (
     expect(connection.config.endpoint).to.equal(`${serverIp}:${port}`);
     expect(connection.config.public_key).to.equal(listed.public_key);
     await waitFor(
-      async () => ((await serverPeers()).includes(connection.config.client_public_key) ? true : undefined),
-      10_000,
-      25,
+      'the peer on the interface',
+      async () => (await serverPeers()).includes(connection.config.client_public_key),
+      { timeoutMs: 10_000 },
     );
     const applyMs = Date.now() - startedAt;
     expect(applyMs).to.be.below(5000);
@@ -217,11 +227,17 @@ describe('VPN agent end to end in network namespaces (wireguard-go)', function (
     expect(ping.stdout).to.match(/3 received/);
 
     // The reports make it active, with real traffic.
-    const active = await waitFor(async () => {
-      const r = await http(s.baseUrl, 'GET', `/v1/vpn/connections/${connection.id}`, { token: owner.token });
-      const c = r.body.connection;
-      return c?.status === 'active' && c.data_usage.upload > 0 && c.data_usage.download > 0 ? c : undefined;
-    }, 20_000);
+    const active = await waitFor(
+      'the connection to be active with traffic',
+      async () => {
+        const r = await http(s.baseUrl, 'GET', `/v1/vpn/connections/${connection.id}`, {
+          token: owner.token,
+        });
+        const c = r.body.connection;
+        return c?.status === 'active' && c.data_usage.upload > 0 && c.data_usage.download > 0 ? c : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
     expect(active.connected_at).to.be.a('string');
     expect(active.last_activity).to.be.a('string');
     expect(active.stats.data_usage.upload).to.be.above(0);
@@ -235,9 +251,9 @@ describe('VPN agent end to end in network namespaces (wireguard-go)', function (
     });
     expect(del.status).to.equal(200);
     await waitFor(
-      async () => (!(await serverPeers()).includes(connection.config.client_public_key) ? true : undefined),
-      10_000,
-      25,
+      'the peer to leave the interface',
+      async () => !(await serverPeers()).includes(connection.config.client_public_key),
+      { timeoutMs: 10_000 },
     );
     expect((await eventsOf(s.deps, owner.organizationId, 'vpn.disconnected')).length).to.be.at.least(1);
 

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { sha256Hex } from '../../../server/lib/crypto.js';
 import type { AppDeps } from '../../../server/kit/deps.js';

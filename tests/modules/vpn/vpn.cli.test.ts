@@ -1,3 +1,4 @@
+// Test tier: process
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,8 @@ import { wireguardPublicKey } from '../../../server/modules/vpn/wireguard.js';
 import { createOrg } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { sharedServer, type TestServer } from '../../support/server.js';
-import { createConnection, eventsOf, waitFor } from './vpn-helpers.js';
+import { waitFor } from '../../support/wait.js';
+import { createConnection, eventsOf } from './vpn-helpers.js';
 
 function capture(): CliIo & { stdout: string[]; stderr: string[] } {
   const stdout: string[] = [];
@@ -116,9 +118,9 @@ describe('operator CLI (npm run cli)', () => {
     const active = (await createConnection(s.baseUrl, owner.token, { location: 'ap-northeast' })).body
       .connection;
     expect(active.server_id).to.equal(server.id);
-    await waitFor(async () => {
+    await waitFor('the connection to be active', async () => {
       const c = await em.fork().findOneOrFail(VpnConnection, active.id);
-      return c.status === 'active' ? true : undefined;
+      return c.status === 'active';
     });
     const inactive = (await createConnection(s.baseUrl, owner.token, { location: 'ap-northeast' })).body
       .connection;

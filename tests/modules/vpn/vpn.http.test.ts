@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { VpnConnection } from '../../../server/modules/vpn/vpn-connection.entity.js';
 import { appRouter } from '../../../server/router.js';
@@ -14,8 +15,8 @@ import {
   eventsOf,
   parseWgQuick,
   serverWithKey,
-  waitFor,
 } from './vpn-helpers.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('VPN over HTTP', () => {
   let s: TestServer;
@@ -39,7 +40,7 @@ describe('VPN over HTTP', () => {
   }
 
   async function waitActive(token: string, id: string) {
-    return waitFor(async () => {
+    return waitFor('the connection to be active', async () => {
       const res = await http(s.baseUrl, 'GET', `/v1/vpn/connections/${id}`, { token });
       return res.body.connection?.status === 'active' ? res.body.connection : undefined;
     });

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import pg from 'pg';
 import { VpnConnection } from '../../../server/modules/vpn/vpn-connection.entity.js';

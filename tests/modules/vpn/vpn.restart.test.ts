@@ -1,3 +1,4 @@
+// Test tier: server
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +8,8 @@ import { testConfig, usingPostgres } from '../../support/env.js';
 import { createOrg } from '../../support/factories.js';
 import { http } from '../../support/http.js';
 import { startTestServer } from '../../support/server.js';
-import { createConnection, eventsOf, waitFor } from './vpn-helpers.js';
+import { waitFor } from '../../support/wait.js';
+import { createConnection, eventsOf } from './vpn-helpers.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 
 /** A server on a database that outlives it: a PGlite directory, or a PostgreSQL database of its own. */
@@ -47,7 +49,7 @@ describe('VPN activation across a restart', function () {
 
     const second = await start(config, pgliteDir);
     try {
-      const active = await waitFor(async () => {
+      const active = await waitFor('the connection to be active', async () => {
         const res = await http(second.baseUrl, 'GET', `/v1/vpn/connections/${id}`, { token: owner.token });
         return res.body.connection?.status === 'active' ? res.body.connection : undefined;
       });

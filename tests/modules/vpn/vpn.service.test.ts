@@ -1,6 +1,6 @@
+// Test tier: unit
 import { expect } from 'chai';
 import type { Actor } from '../../../server/access/actor.js';
-import type { Em } from '../../../server/db/orm.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
 import { newId } from '../../../server/lib/ids.js';
 import { sha256Hex } from '../../../server/lib/crypto.js';
@@ -10,12 +10,14 @@ import {
   PeersHub,
   sweepOfflineServers,
 } from '../../../server/modules/vpn/vpn-agents.service.js';
-import { activateConnection, type ActivateJobData } from '../../../server/modules/vpn/vpn.jobs.js';
+import type { ActivateJobData } from '../../../server/modules/vpn/vpn.jobs.js';
+import { activateConnection } from '../../../server/modules/vpn/vpn-activation.service.js';
 import type { VpnRuntime } from '../../../server/modules/vpn/vpn.module.js';
 import * as vpn from '../../../server/modules/vpn/vpn.service.js';
 import { removeServer } from '../../../server/modules/vpn/vpn-servers.service.js';
 import { clientAddress, generateWireguardKeyPair } from '../../../server/modules/vpn/wireguard.js';
 import { InMemoryVpnRepository } from './in-memory-vpn.repository.js';
+import { NO_EM } from '../../support/in-memory.js';
 import { appRejection, unitActor } from '../../support/unit.js';
 
 /**
@@ -56,9 +58,9 @@ function harness(): Harness {
     repo,
     jobs,
     clock,
-    ctx: (actor) => ({ em: {} as Em, deps, actor, requestId: 'req', ip: '127.0.0.1', userAgent: undefined }),
+    ctx: (actor) => ({ em: NO_EM, deps, actor, requestId: 'req', ip: '127.0.0.1', userAgent: undefined }),
     async drain() {
-      while (jobs.length > 0) await activateConnection(deps, jobs.shift()!);
+      while (jobs.length > 0) await activateConnection({ em: NO_EM, deps }, jobs.shift()!);
     },
   };
 }
@@ -72,7 +74,7 @@ const actor = (role: Actor['role'] = 'owner', organizationId?: string): Actor =>
 /** A server of the shared simulated catalogue. */
 function simulatedServer(h: Harness, location = 'us-east', load = 10) {
   const now = new Date(h.clock.t);
-  return h.repo.createServer({} as Em, {
+  return h.repo.createServer(NO_EM, {
     id: newId('srv'),
     createdAt: now,
     updatedAt: now,
@@ -93,7 +95,7 @@ function simulatedServer(h: Harness, location = 'us-east', load = 10) {
 /** A registered agent server of the organization, its token `token`. */
 function agentServer(h: Harness, organizationId: string, token: string) {
   const now = new Date(h.clock.t);
-  return h.repo.createServer({} as Em, {
+  return h.repo.createServer(NO_EM, {
     id: newId('srv'),
     createdAt: now,
     updatedAt: now,
@@ -172,7 +174,7 @@ describe('vpn services (in-memory repository)', () => {
     expect(h.repo.events.map((e) => e.type)).to.deep.equal(['vpn.connected', 'vpn.disconnected']);
 
     // The first attempt's job, run late, leaves the connection as it is.
-    await activateConnection(h.deps, { connection_id: connection.id, generation: 1 });
+    await activateConnection({ em: NO_EM, deps: h.deps }, { connection_id: connection.id, generation: 1 });
     expect(h.repo.connections[0]!.status).to.equal('inactive');
   });
 
@@ -214,7 +216,7 @@ describe('vpn services (in-memory repository)', () => {
     });
     await h.drain();
     await vpn.createConnection(h.ctx(owner), { name: 'b', location: 'us-east', protocol: 'openvpn' });
-    const result = await removeServer(h.repo, {} as Em, server.id, new Date(h.clock.t));
+    const result = await removeServer(h.repo, NO_EM, server.id, new Date(h.clock.t));
     expect(result.connectionsAffected).to.equal(2);
     expect(h.repo.connections.map((c) => c.status)).to.deep.equal(['error', 'error']);
     const types = h.repo.events.map((e) => e.type);
@@ -270,7 +272,7 @@ describe('vpn services (in-memory repository)', () => {
     await h.drain();
     await vpn.createConnection(h.ctx(owner), { name: 'b', location: 'eu-west', protocol: 'wireguard' });
     const now = new Date(h.clock.t);
-    await vpn.disconnectOrganization({} as Em, { id: owner.organizationId }, now, h.deps);
+    await vpn.disconnectOrganization(NO_EM, { id: owner.organizationId }, now, h.deps);
     expect(h.repo.connections.map((c) => [c.status, c.peerEnabled])).to.deep.equal([
       ['inactive', false],
       ['inactive', false],

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { toConnectionDetailDto } from '../../../server/modules/vpn/vpn.dto.js';
 import { VpnConnection } from '../../../server/modules/vpn/vpn-connection.entity.js';
@@ -9,11 +10,13 @@ import {
   storeUsage,
   type UsageState,
 } from '../../../server/modules/vpn/vpn.simulation.js';
-import { storeActiveUsage } from '../../../server/modules/vpn/vpn.jobs.js';
+import { serviceContext } from '../../../server/kit/deps.js';
+import { storeActiveUsage } from '../../../server/modules/vpn/vpn-activation.service.js';
 import { createOrg } from '../../support/factories.js';
 import { sharedServer } from '../../support/server.js';
 import { FakeClock } from '../../support/fake-clock.js';
-import { createConnection, waitFor } from './vpn-helpers.js';
+import { waitFor } from '../../support/wait.js';
+import { createConnection } from './vpn-helpers.js';
 
 const T0 = new Date('2026-11-21T08:00:00.000Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);
@@ -105,20 +108,20 @@ describe('VPN usage simulation', () => {
     const owner = await createOrg(s.deps);
     const id = (await createConnection(s.baseUrl, owner.token)).body.connection.id as string;
     const em = () => s.deps.db.orm.em.fork();
-    const active = await waitFor(async () => {
+    const active = await waitFor('the connection to be active', async () => {
       const c = await em().findOneOrFail(VpnConnection, id);
       return c.status === 'active' ? c : undefined;
     });
     const clock = new FakeClock(new Date(active.connectedAt!.getTime() + 3_723_456));
     const projected = projectUsage(active, clock.now());
-    await storeActiveUsage({ ...s.deps, clock });
+    await storeActiveUsage(serviceContext({ ...s.deps, clock }));
     const stored = await em().findOneOrFail(VpnConnection, id);
     expect(stored.uploadBytes).to.equal(projected.upload);
     expect(stored.downloadBytes).to.equal(projected.download);
     expect(stored.lastActivity).to.deep.equal(clock.now());
     expect(projectUsage(stored, clock.now())).to.deep.equal(projected);
     // An earlier clock does not move stored values back.
-    await storeActiveUsage({ ...s.deps, clock: new FakeClock(active.connectedAt!) });
+    await storeActiveUsage(serviceContext({ ...s.deps, clock: new FakeClock(active.connectedAt!) }));
     const again = await em().findOneOrFail(VpnConnection, id);
     expect(again.uploadBytes).to.equal(projected.upload);
     expect(again.lastActivity).to.deep.equal(clock.now());

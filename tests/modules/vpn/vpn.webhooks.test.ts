@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { runCli } from '../../../server/cli.js';
 import { createOrg, type TestUser } from '../../support/factories.js';

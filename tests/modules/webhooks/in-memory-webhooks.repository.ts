@@ -1,8 +1,9 @@
+import { Organization } from '../../../server/access/organization.entity.js';
 import type { Em } from '../../../server/db/orm.js';
 import type { CursorPaged } from '../../../server/db/pagination.js';
 import type { DisabledWebhook } from '../../../server/modules/webhooks/auto-disable.js';
-import type { WebhookDelivery } from '../../../server/modules/webhooks/webhook-delivery.entity.js';
-import type { Webhook } from '../../../server/modules/webhooks/webhook.entity.js';
+import { WebhookDelivery } from '../../../server/modules/webhooks/webhook-delivery.entity.js';
+import { Webhook } from '../../../server/modules/webhooks/webhook.entity.js';
 import type { StatsRow } from '../../../server/modules/webhooks/webhooks.dto.js';
 import type {
   ClaimedRow,
@@ -15,12 +16,7 @@ import type {
   StoredSecrets,
   WebhooksRepository,
 } from '../../../server/modules/webhooks/webhooks.repository.js';
-
-/** The unit of work of the in-memory repository: nothing (rows change in place; no rollback). */
-const NO_EM = {} as Em;
-
-const newestFirst = <T extends { createdAt: Date; id: string }>(a: T, b: T) =>
-  b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+import { NO_EM, newestFirst, reference, row } from '../../support/in-memory.js';
 
 /** What the unit tests do not reach (the worker's claims, outcomes, retention, encryption at rest). */
 function notHere(what: string): never {
@@ -29,8 +25,9 @@ function notHere(what: string): never {
 
 /**
  * The webhooks repository (server/modules/webhooks/webhooks.repository.ts) over plain arrays, for unit tests of the
- * service's webhook and delivery use cases: no database, no server. Rows are plain objects shaped as the entities;
- * a change to a row is kept at once (`save` writes nothing more); a transaction runs its work as it is.
+ * service's webhook and delivery use cases: no database, no server; held to the MikroORM repository by
+ * ./webhooks.repository-contract.ts. Rows are entity instances; a change to a row is kept at once (`save` writes
+ * nothing more); a transaction runs its work as it is.
  */
 export class InMemoryWebhooksRepository implements WebhooksRepository {
   readonly webhooks: Webhook[] = [];
@@ -51,21 +48,21 @@ export class InMemoryWebhooksRepository implements WebhooksRepository {
   }
 
   async findWebhook(_em: Em, organizationId: string, id: string): Promise<Webhook | null> {
-    return this.webhooks.find((w) => w.id === id && orgOf(w) === organizationId) ?? null;
+    return this.webhooks.find((w) => w.id === id && w.organization.id === organizationId) ?? null;
   }
 
   async listWebhooks(_em: Em, organizationId: string): Promise<Webhook[]> {
-    return this.webhooks.filter((w) => orgOf(w) === organizationId).sort(newestFirst);
+    return this.webhooks.filter((w) => w.organization.id === organizationId).sort(newestFirst);
   }
 
   async countWebhooks(_em: Em, organizationId: string): Promise<number> {
-    return this.webhooks.filter((w) => orgOf(w) === organizationId).length;
+    return this.webhooks.filter((w) => w.organization.id === organizationId).length;
   }
 
   createWebhook(_em: Em, w: NewWebhook): Webhook {
-    const hook = {
+    const hook = row(Webhook, {
       id: w.id,
-      organization: { id: w.organizationId },
+      organization: reference(Organization, w.organizationId),
       url: w.url,
       events: w.events,
       description: w.description,
@@ -76,7 +73,7 @@ export class InMemoryWebhooksRepository implements WebhooksRepository {
       failingSince: null,
       createdAt: w.now,
       updatedAt: w.now,
-    } as unknown as Webhook;
+    });
     this.webhooks.push(hook);
     return hook;
   }
@@ -140,16 +137,16 @@ export class InMemoryWebhooksRepository implements WebhooksRepository {
   }
 
   createDelivery(_em: Em, d: NewDelivery): WebhookDelivery {
-    const delivery = {
+    const delivery = row(WebhookDelivery, {
       lastAttemptAt: null,
       deliveredAt: null,
       responseStatus: null,
       responseTimeMs: null,
       lastError: null,
-      redeliveryOf: null,
       recoveredAt: null,
       ...d,
-    } as unknown as WebhookDelivery;
+      redeliveryOf: d.redeliveryOf ?? null,
+    });
     this.deliveries.push(delivery);
     return delivery;
   }
@@ -202,10 +199,6 @@ export class InMemoryWebhooksRepository implements WebhooksRepository {
   replaceClearSecrets(): Promise<boolean> {
     return notHere('replaceClearSecrets');
   }
-}
-
-function orgOf(w: Webhook): string {
-  return (w.organization as unknown as { id: string }).id;
 }
 
 function remove<T>(rows: T[], match: (row: T) => boolean): void {

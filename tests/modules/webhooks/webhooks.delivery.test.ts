@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { looseEvent } from '../../support/events.js';
 import { recordEvent } from '../../../server/events/record-event.js';
@@ -6,6 +7,7 @@ import { http } from '../../support/http.js';
 import { sharedServer, startTestServer, type TestServer } from '../../support/server.js';
 import { startReceiver, verifyWithThirdPartyLibraries, type Receiver } from './receiver.js';
 import { createWebhook } from './webhook-helpers.js';
+import { waitFor } from '../../support/wait.js';
 import { WEBHOOK_LEASE_MARGIN_MS } from '../../../server/modules/webhooks/delivery-worker.js';
 
 /** Polls the delivery list until `predicate` holds for the first (newest) delivery. */
@@ -16,14 +18,18 @@ async function waitForDelivery(
   predicate: (d: any) => boolean,
   timeoutMs = 15_000,
 ): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await http(s.baseUrl, 'GET', `/v1/webhooks/${webhookId}/deliveries`, { token: owner.token });
-    const d = res.body.deliveries?.[0];
-    if (d && predicate(d)) return d;
-    if (Date.now() > deadline) throw new Error(`delivery condition not met: ${JSON.stringify(d)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  let d: any;
+  return waitFor(
+    () => `the delivery condition (newest delivery: ${JSON.stringify(d)})`,
+    async () => {
+      const res = await http(s.baseUrl, 'GET', `/v1/webhooks/${webhookId}/deliveries`, {
+        token: owner.token,
+      });
+      d = res.body.deliveries?.[0];
+      return d && predicate(d) ? d : undefined;
+    },
+    { timeoutMs },
+  );
 }
 
 describe('webhook deliveries', () => {
@@ -421,19 +427,19 @@ describe('webhook deliveries: timeout', () => {
     });
     // A claim leaves `updated_at` past `last_attempt_at` (an outcome sets both alike); a look that misses the first
     // attempt's claim (300 ms) sees the retry's, 5 s later.
-    const deadline = Date.now() + 20_000;
-    let claim: { next_attempt_at: Date; updated_at: Date } | undefined;
-    while (!claim) {
-      const [row] = await s.deps.db.orm.em.fork().execute<{ next_attempt_at: Date; updated_at: Date }[]>(
-        `select next_attempt_at, updated_at from webhook_deliveries
-          where webhook_id = ? and status = 'pending' and attempts > 0
-            and (last_attempt_at is null or last_attempt_at < updated_at)`,
-        [hook.id],
-      );
-      if (row) claim = row;
-      else if (Date.now() > deadline) throw new Error('no claim of the delivery seen');
-      else await new Promise((r) => setTimeout(r, 25));
-    }
+    const claim = await waitFor(
+      'a claim of the delivery',
+      async () => {
+        const [row] = await s.deps.db.orm.em.fork().execute<{ next_attempt_at: Date; updated_at: Date }[]>(
+          `select next_attempt_at, updated_at from webhook_deliveries
+            where webhook_id = ? and status = 'pending' and attempts > 0
+              and (last_attempt_at is null or last_attempt_at < updated_at)`,
+          [hook.id],
+        );
+        return row;
+      },
+      { timeoutMs: 20_000 },
+    );
     // On PostgreSQL the run's shared server (default WEBHOOK_TIMEOUT_MS) works on the same database and may claim
     // the attempt first: its lease follows the same rule with its own timeout.
     const timeouts = [s.deps.config.webhook.timeoutMs];

@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { EVENT_TYPES } from '../../../server/events/event-types.js';
 import { createOrg, createUser } from '../../support/factories.js';

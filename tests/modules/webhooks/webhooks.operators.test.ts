@@ -1,3 +1,4 @@
+// Test tier: server
 import { expect } from 'chai';
 import { verify as verifyGithubStyle } from '@octokit/webhooks-methods';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
@@ -15,6 +16,7 @@ import { createOrg, createUser, type TestUser } from '../../support/factories.js
 import { http } from '../../support/http.js';
 import { sharedServer, startTestServer, type TestServer } from '../../support/server.js';
 import { ownPostgresDatabase } from '../../support/scratch-database.js';
+import { waitFor } from '../../support/wait.js';
 import {
   startReceiver,
   verifyWithThirdPartyLibraries,
@@ -38,16 +40,6 @@ async function deliveries(s: TestServer, owner: TestUser, webhookId: string, que
   });
   expect(res.status, res.text).to.equal(200);
   return res.body.deliveries;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`not met in time: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /**
@@ -99,7 +91,7 @@ describe('webhooks for operators', () => {
       await rx.close();
       const outageStart = new Date(Date.now() - 1);
       for (let n = 0; n < 4; n++) await emit(s, owner, { phase: 'outage', n });
-      const failed = await until('the outage deliveries failed', async () => {
+      const failed = await waitFor('the outage deliveries failed', async () => {
         const d = await deliveries(s, owner, wh.id, '&status=failed');
         return d.length === 4 ? d : undefined;
       });
@@ -118,7 +110,7 @@ describe('webhooks for operators', () => {
       expect(res.body).to.deep.equal({ success: true, deliveries_queued: 4 });
 
       await rx.waitFor((r) => r.length >= 5);
-      await until('the recovered deliveries succeeded', async () => {
+      await waitFor('the recovered deliveries succeeded', async () => {
         const d = await deliveries(s, owner, wh.id, '&status=success');
         return d.filter((x) => x.redelivery_of).length === 4 ? d : undefined;
       });
@@ -153,7 +145,7 @@ describe('webhooks for operators', () => {
       const wh = await createWebhook(s, owner, rx.url, ['user.updated']);
       const start = new Date(Date.now() - 1);
       await emit(s, owner, { n: 1 });
-      await until('failed', async () =>
+      await waitFor('one failed delivery', async () =>
         (await deliveries(s, owner, wh.id, '&status=failed')).length === 1 ? true : undefined,
       );
       const first = await http(s.baseUrl, 'POST', `/v1/webhooks/${wh.id}/recover`, {
@@ -163,7 +155,7 @@ describe('webhooks for operators', () => {
       expect(first.body.deliveries_queued).to.equal(1);
       // The recovered delivery fails too (still 503), and so does a new event.
       await emit(s, owner, { n: 2 });
-      await until('three failed', async () =>
+      await waitFor('three failed deliveries', async () =>
         (await deliveries(s, owner, wh.id, '&status=failed')).length === 3 ? true : undefined,
       );
       const second = await http(s.baseUrl, 'POST', `/v1/webhooks/${wh.id}/recover`, {
@@ -184,7 +176,7 @@ describe('webhooks for operators', () => {
       const wh = await createWebhook(s, owner, rx.url, ['user.updated']);
       await emit(s, owner, { hello: 'again' });
       const [first] = await rx.waitFor((r) => r.length >= 1);
-      const original = await until('delivered', async () => {
+      const original = await waitFor('the delivery to succeed', async () => {
         const [d] = await deliveries(s, owner, wh.id);
         return d?.status === 'success' ? d : undefined;
       });
@@ -211,7 +203,7 @@ describe('webhooks for operators', () => {
         expect(r.headers['x-vpn-delivery']).to.equal(d.id);
         expect(await verifyWithThirdPartyLibraries(wh.secret, r)).to.equal(true);
       }
-      await until('redelivery succeeded', async () => {
+      await waitFor('the redelivery to succeed', async () => {
         const x = (await deliveries(s, owner, wh.id)).find((y) => y.id === d.id);
         return x?.status === 'success' && x.attempts === 2 ? x : undefined;
       });
@@ -224,7 +216,7 @@ describe('webhooks for operators', () => {
       const wh = await createWebhook(s, owner, rx.url, ['user.updated']);
       const theirs = await createWebhook(s, stranger, rx.url, ['user.updated']);
       await emit(s, stranger, { theirs: true });
-      const [their] = await until('their delivery', async () => {
+      const [their] = await waitFor('a delivery of theirs', async () => {
         const d = await deliveries(s, stranger, theirs.id);
         return d.length ? d : undefined;
       });
@@ -347,7 +339,7 @@ describe('webhooks for operators, on a server of their own', () => {
       // Three quarters of the default pool of 64 attempts in flight.
       expect(most).to.be.at.most(48);
       expect(new Set(rx.requests.map((r) => r.body.id)).size).to.equal(FAILED);
-      await until('recovered', async () => {
+      await waitFor('every failed delivery to be recovered', async () => {
         const n = await s.deps.db.orm.em
           .fork()
           .count(WebhookDelivery, { webhook: slow.id, status: 'success' });
@@ -508,7 +500,9 @@ describe('webhooks for operators, with a fake clock', () => {
 
     await emit(s, owner, { n: 1 }, clock.now());
     await rx.waitFor((r) => r.length >= 1);
-    await until('run started', async () => ((await hookRow(wh.id)).failingSince ? true : undefined));
+    await waitFor('a run of failures to start', async () =>
+      (await hookRow(wh.id)).failingSince ? true : undefined,
+    );
     expect((await hookRow(wh.id)).failingSince!.toISOString()).to.equal(start.toISOString());
 
     // Four days on, still failing: still active.
@@ -524,8 +518,10 @@ describe('webhooks for operators, with a fake clock', () => {
     await advance(DAY + 1000, owner);
     await emit(s, owner, { n: 3 }, clock.now());
     nudge();
-    await until('disabled', async () => ((await hookRow(wh.id)).status === 'disabled' ? true : undefined));
-    const mails = await until('mail', async () => {
+    await waitFor('the webhook to be disabled', async () =>
+      (await hookRow(wh.id)).status === 'disabled' ? true : undefined,
+    );
+    const mails = await waitFor('the webhook_disabled mails', async () => {
       const m = mail.sent.filter((x) => x.kind === 'webhook_disabled' && x.text.includes(wh.id));
       return m.length >= 2 ? m : undefined;
     });
@@ -551,7 +547,7 @@ describe('webhooks for operators, with a fake clock', () => {
     nudge();
     const [ok] = (await rx.waitFor((r) => r.length > seen)).slice(seen);
     expect(ok!.body.data.object).to.deep.equal({ n: 4 });
-    await until('delivered', async () => {
+    await waitFor('the delivery to succeed', async () => {
       const d = (await deliveries(s, owner, wh.id)).find((x) => x.event_id === ok!.body.id);
       return d?.status === 'success' ? d : undefined;
     });
@@ -562,17 +558,24 @@ describe('webhooks for operators, with a fake clock', () => {
     rx.respond((_r, i) => ({ status: i === 1 ? 200 : 500 }));
     const wh = await createWebhook(s, owner, rx.url, ['user.updated']);
     await emit(s, owner, { n: 1 }, clock.now());
-    await until('run started', async () => ((await hookRow(wh.id)).failingSince ? true : undefined));
+    await waitFor('a run of failures to start', async () =>
+      (await hookRow(wh.id)).failingSince ? true : undefined,
+    );
     await advance(3 * DAY, owner);
     await emit(s, owner, { n: 2 }, clock.now());
     nudge();
     await rx.waitFor((r) => r.length >= 3);
+    // The success is recorded before the next failure happens (a success recorded late ends only a run that began
+    // before it).
+    await waitFor('the success to be recorded', async () =>
+      (await deliveries(s, owner, wh.id, '&status=success')).length === 1 ? true : undefined,
+    );
     await advance(3 * DAY, owner);
     await emit(s, owner, { n: 3 }, clock.now());
     nudge();
     await rx.waitFor((r) => r.length >= 4);
     const t3 = clock.now().getTime() - 3 * DAY;
-    await until('a new run', async () => {
+    await waitFor('a new run', async () => {
       const h = await hookRow(wh.id);
       return h.failingSince && h.failingSince.getTime() >= t3 ? h : undefined;
     });
@@ -587,14 +590,14 @@ describe('webhooks for operators, with a fake clock', () => {
     const owner = await createOrg(s.deps);
     const wh = await createWebhook(s, owner, rx.url, ['user.updated']);
     await emit(s, owner, { age: 'old' }, clock.now());
-    await until('old delivered', async () => {
+    await waitFor('the old event to be delivered', async () => {
       const d = await deliveries(s, owner, wh.id, '&status=success');
       return d.length === 1 ? d : undefined;
     });
     await advance(20 * DAY, owner);
     await emit(s, owner, { age: 'recent' }, clock.now());
     nudge();
-    await until('recent delivered', async () => {
+    await waitFor('the recent event to be delivered', async () => {
       const d = await deliveries(s, owner, wh.id, '&status=success');
       return d.length === 2 ? d : undefined;
     });

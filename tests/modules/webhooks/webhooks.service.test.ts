@@ -1,12 +1,13 @@
+// Test tier: unit
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import type { Actor } from '../../../server/access/actor.js';
-import type { Em } from '../../../server/db/orm.js';
 import type { ActorContext, AppDeps } from '../../../server/kit/deps.js';
 import { openWebhookSecret } from '../../../server/modules/webhooks/webhook-secrets.js';
 import { MAX_WEBHOOKS_PER_ORGANIZATION } from '../../../server/modules/webhooks/webhooks.constants.js';
 import * as webhooks from '../../../server/modules/webhooks/webhooks.service.js';
 import { InMemoryWebhooksRepository } from './in-memory-webhooks.repository.js';
+import { NO_EM } from '../../support/in-memory.js';
 import { appRejection, unitActor } from '../../support/unit.js';
 
 /**
@@ -32,7 +33,7 @@ function harness(): Harness {
   const deps = {
     config: { webhook: { allowPrivateTargets: false } },
     clock: { now: () => new Date(clock.t) },
-    keys: { twoFactor: randomBytes(32) },
+    keys: { secrets: randomBytes(32) },
     modules: {
       webhooks: {
         repository: repo,
@@ -47,7 +48,7 @@ function harness(): Harness {
     get nudges() {
       return h.nudges;
     },
-    ctx: (actor) => ({ em: {} as Em, deps, actor, requestId: 'req', ip: '127.0.0.1', userAgent: undefined }),
+    ctx: (actor) => ({ em: NO_EM, deps, actor, requestId: 'req', ip: '127.0.0.1', userAgent: undefined }),
   };
 }
 
@@ -122,7 +123,7 @@ describe('webhooks service (in-memory repository)', () => {
       active: false,
     } as never);
     const hook = h.repo.webhooks[0]!;
-    const original = h.repo.createDelivery({} as Em, {
+    const original = h.repo.createDelivery(NO_EM, {
       id: 'del_original',
       webhook: hook,
       organizationId: owner.organizationId,

@@ -1,3 +1,4 @@
+// Test tier: unit
 import { expect } from 'chai';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import { Webhook as StandardWebhook } from 'standardwebhooks';

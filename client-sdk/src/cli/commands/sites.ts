@@ -162,6 +162,9 @@ export default defineCommandGroup({
             name: s.name,
             url: s.url,
             domain: s.domain,
+            'domain status': s.domain_verification
+              ? `${s.domain_verification.status} (TXT ${s.domain_verification.record.name} = ${s.domain_verification.record.value})`
+              : null,
             repository: `${s.git_repo} (${s.branch})`,
             framework: s.framework,
             'live deployment': s.live_deployment_id,
@@ -267,6 +270,17 @@ export default defineCommandGroup({
           .client()
           .hosting.sites.rollback.mutate({ id: siteId, deployment_id: deploymentId });
         cli.print(res, () => `${res.site.name} now serves deployment ${res.site.live_deployment_id}.`);
+      });
+
+    documented(sites.command('verify-domain'), {
+      calls: ['hostingSitesVerifyDomain'],
+      examples: ['cloud sites verify-domain site_abc123'],
+    })
+      .description("verify the site's custom domain by its TXT record (then the edge serves it)")
+      .argument('<site>', 'the site id')
+      .action(async (id: string) => {
+        const res = await cli.client().hosting.sites.verifyDomain.mutate({ id });
+        cli.print(res, () => `${res.site.domain} is verified: it is served by ${res.site.name}.`);
       });
 
     documented(sites.command('cancel'), {

@@ -1,7 +1,9 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createReadStream } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
+import type { Transform } from 'node:stream';
 import { PermanentDriverError, type DatabaseInstance, type InstanceMetrics } from '../databases.driver.js';
 import type { BackupStore } from './backup-store.js';
 
@@ -19,6 +21,13 @@ export interface EngineServer {
   /** Sessions, busy sessions and bytes stored; null when the database does not exist. */
   load(instance: DatabaseInstance): Promise<{ sessions: number; busy: number; bytes: number } | null>;
   setReadOnly(instance: DatabaseInstance, readOnly: boolean): Promise<void>;
+  /**
+   * Closes the server's system databases to tenants where the engine needs it (PostgreSQL: once per process, before
+   * any create); what still leaves something of the server open to them, to be logged.
+   */
+  prepare(): Promise<string[]>;
+  /** The connections the server accepts from logins that are not superusers. */
+  maxConnections(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -28,21 +37,11 @@ export interface CreateSpec {
   /** The login's password as the server stores it (scramVerifier, mysqlNativeHash). */
   verifier: string;
   /**
-   * A dump (of this engine) to restore into the new database, and its checksum being checked meanwhile: the
-   * database opens to logins only once `verified` resolves (else it is destroyed like any failed creation).
+   * A dump (of this engine) to restore into the new database, its checksum already checked: it is run by the new
+   * database's own login, never by the admin (docs/security.md, "Tenants of the database servers").
    */
-  restore: { file: string; verified: Promise<void> } | null;
+  restore: { file: string } | null;
   maxConnections: number;
-}
-
-/** The checksum failure of a restore's dump, once its check is over; null when it matched or there is none. */
-export async function restoreMismatch(restore: CreateSpec['restore']): Promise<unknown> {
-  return restore
-    ? restore.verified.then(
-        () => null,
-        (err: unknown) => err,
-      )
-    : null;
 }
 
 /** `cdb_<the id's random part>`: the name of a real database and of its login, derived from the id (idempotent). */
@@ -90,6 +89,95 @@ export interface OutputEnds {
 const ENDS_KEPT = 256;
 
 /**
+ * The bounds of every tool run (docs/databases.md, "Limits of the tools"): `timeoutMs` the wall clock of one run
+ * (`DATABASE_TOOL_TIMEOUT`), `lockWaitMs` how long a dump waits for a lock a tenant holds
+ * (`DATABASE_DUMP_LOCK_TIMEOUT`). The jobs run the drivers inside {@link withToolLimits}, with the configured ones.
+ */
+export interface ToolLimits {
+  timeoutMs: number;
+  lockWaitMs: number;
+}
+
+export const DEFAULT_TOOL_LIMITS: ToolLimits = { timeoutMs: 30 * 60_000, lockWaitMs: 60_000 };
+
+const limitsInScope = new AsyncLocalStorage<ToolLimits>();
+
+/** Runs `fn` with `limits` applying to every tool it starts. */
+export function withToolLimits<T>(limits: ToolLimits, fn: () => Promise<T>): Promise<T> {
+  return limitsInScope.run(limits, fn);
+}
+
+/** The limits of the tools started now. */
+export function toolLimits(): ToolLimits {
+  return limitsInScope.getStore() ?? DEFAULT_TOOL_LIMITS;
+}
+
+/** A duration for a reason a tenant reads: `90s`, `30m`. */
+const shown = (ms: number) =>
+  ms % 60_000 === 0 ? `${ms / 60_000}m` : ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+
+/**
+ * The arguments of a dump tool that bound its waits on the tenant's locks: pg_dump's `--lock-wait-timeout`; for
+ * mariadb-dump, which has no option for its metadata-lock waits, `max_statement_time` a little over the wall clock,
+ * so that the server too stops a statement still waiting once the tool has been killed at that bound.
+ */
+export function dumpBoundArgs(engine: 'postgresql' | 'mysql'): string[] {
+  const { timeoutMs, lockWaitMs } = toolLimits();
+  return engine === 'postgresql'
+    ? [`--lock-wait-timeout=${Math.max(1, Math.round(lockWaitMs))}`]
+    : [`--max-statement-time=${Math.ceil(timeoutMs / 1000) + 5}`];
+}
+
+/**
+ * Every tool is tied to this process's life: started through util-linux's `setpriv --pdeathsig KILL`, it is killed
+ * by the kernel the moment the API dies (even by SIGKILL), rather than running on under init with a copy of a
+ * tenant's data. Where `setpriv` is missing, {@link reapOrphanedTools} at the next start is what remains.
+ */
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+/** The variable that marks a tool's process as the API's, with the pid of the process that started it. */
+const TOOL_MARK = 'CLOUD_PLATFORM_TOOL_OF';
+
+function ownerAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Kills the tools (pg_dump, pg_restore, mariadb-dump, mariadb) left running by an API process that died: those
+ * whose mark names a process that is gone, or that were handed to init. Linux (`/proc`); returns how many.
+ */
+export function reapOrphanedTools(): number {
+  if (!existsSync('/proc/self/environ')) return 0;
+  let killed = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    try {
+      const env = readFileSync(`/proc/${pid}/environ`, 'latin1');
+      const mark = env.split('\0').find((v) => v.startsWith(`${TOOL_MARK}=`));
+      if (!mark) continue;
+      const owner = Number(mark.slice(TOOL_MARK.length + 1));
+      // `stat`: "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      // Orphaned: the API that started it is gone, or its pid now names another process (the tool went to init).
+      // A process a tool started itself has the tool as its parent and stays with it.
+      if (ownerAlive(owner) && ppid !== 1) continue;
+      process.kill(pid, 'SIGKILL');
+      killed++;
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return killed;
+}
+
+/**
  * Runs a client tool (pg_dump, pg_restore, mariadb-dump, mariadb) with its secrets in `env` or an options file,
  * never on the command line: stdout goes straight into `stdoutFile` (when given; created, mode 0600), stdin comes
  * from `stdinFile`. Throws with the tool's last error lines (scrubbed of `secrets`) when it exits non-zero, or when
@@ -105,20 +193,34 @@ export async function runTool(
     env: Record<string, string>;
     secrets: readonly (string | undefined)[];
     stdinFile?: string;
+    /** What `stdinFile` passes through on its way to the tool (a rewrite of the dump's own clauses). */
+    stdinTransform?: Transform;
     stdoutFile?: string;
     /** The reason the output is not whole (an empty or cut dump), or null. */
     checkOutput?: (ends: OutputEnds) => string | null;
+    /** The wall-clock bound; default the `DATABASE_TOOL_TIMEOUT` in scope ({@link toolLimits}). */
     timeoutMs?: number;
   },
 ): Promise<void> {
+  const timeoutMs = opts.timeoutMs ?? toolLimits().timeoutMs;
   const out = opts.stdoutFile ? await open(opts.stdoutFile, 'wx', 0o600) : null;
   let child: ChildProcess;
   let stderr = '';
   let exited: Promise<{ code: number | null; error?: Error }>;
   try {
-    child = spawn(command, args, {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', ...opts.env },
+    const [file, argv] = SETPRIV
+      ? [SETPRIV, ['--pdeathsig', 'KILL', '--', command, ...args]]
+      : [command, args];
+    child = spawn(file, argv, {
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        LANG: 'C.UTF-8',
+        ...opts.env,
+        [TOOL_MARK]: String(process.pid),
+      },
       stdio: [opts.stdinFile ? 'pipe' : 'ignore', out ? out.fd : 'ignore', 'pipe'],
+      // A process group of its own: a stop at the bound kills whatever the tool started too.
+      detached: true,
     });
     // Listened to before anything is awaited: a quick tool can have exited (and its `close` gone by) meanwhile.
     child.stderr!.on('data', (chunk: Buffer) => {
@@ -132,17 +234,36 @@ export async function runTool(
     // The child holds its own copy of the descriptor from here on.
     await out?.close();
   }
-  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 3_600_000);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
+  }, timeoutMs);
   try {
     if (opts.stdinFile) {
       const input = createReadStream(opts.stdinFile);
       input.on('error', () => child.kill('SIGKILL'));
-      input.pipe(child.stdin!);
+      if (opts.stdinTransform) {
+        opts.stdinTransform.on('error', () => child.kill('SIGKILL'));
+        input.pipe(opts.stdinTransform).pipe(child.stdin!);
+      } else input.pipe(child.stdin!);
       child.stdin!.on('error', () => {});
     }
     const { code, error } = await exited;
+    // Not retried: a second run would meet the same bound.
+    if (timedOut)
+      throw new PermanentDriverError(
+        `${command} was stopped at the limit of a tool run (DATABASE_TOOL_TIMEOUT, ${shown(timeoutMs)})`,
+      );
     if (error)
       throw new Error(`${command} could not start (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    // setpriv says so when it cannot run the tool.
+    if (SETPRIV && code === 127 && /setpriv: failed to execute/.test(stderr))
+      throw new Error(`${command} could not start (ENOENT)`);
     if (code !== 0) {
       const tail = scrub(stderr.trim().split('\n').slice(-3).join(' | '), opts.secrets).slice(0, 400);
       throw new Error(`${command} exited with ${code}${tail ? `: ${tail}` : ''}`);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../../kit/deps.js';
 import {
   DATABASE_REGIONS,
@@ -21,6 +22,18 @@ import { PostgresServer } from './postgres.server.js';
 
 const NOW: DriverOperation = { readyInMs: 0 };
 const IDLE: InstanceMetrics = { cpuUsage: 0, memoryUsage: 0, storageUsage: 0, activeConnections: 0 };
+/** A server's `max_connections` is read again after this long. */
+const MAX_CONNECTIONS_TTL_MS = 5 * 60_000;
+
+/** `promise`, or a rejection after `ms`. */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('the server did not answer in time')), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** Metrics are read from the server at most this often per database (every view reads them). */
 const METRICS_TTL_MS = 5_000;
 
@@ -34,10 +47,17 @@ export class HostedDatabaseDriver implements DatabaseDriver {
   private readonly servers = new Map<string, { host: DatabaseHost; server: EngineServer }>();
   private readonly cache = new Map<string, { at: number; metrics: InstanceMetrics }>();
 
+  /** `max_connections` of each server as last read, and when. */
+  private readonly maxConnections = new Map<string, { at: number; value: number }>();
+
   constructor(
     hosts: readonly DatabaseHost[],
     readonly store: BackupStore,
     private readonly log: Logger,
+    private readonly capacity: { reserve: number; maxConnections: number | undefined } = {
+      reserve: 10,
+      maxConnections: undefined,
+    },
   ) {
     const unknown = hosts.filter((h) => !(DATABASE_REGIONS as readonly string[]).includes(h.region));
     if (unknown.length) {
@@ -46,6 +66,20 @@ export class HostedDatabaseDriver implements DatabaseDriver {
     for (const host of hosts) {
       const server = host.engine === 'postgresql' ? new PostgresServer(host) : new MysqlServer(host);
       this.servers.set(host.key, { host, server });
+    }
+    // Checked at start (and, for PostgreSQL, again before its first create): a server whose system databases are
+    // open to tenants is said in the log.
+    for (const { host, server } of this.servers.values()) {
+      server.prepare().then(
+        (problems) => {
+          for (const problem of problems) this.log.warn({ server: host.key }, `database server: ${problem}`);
+        },
+        (err: unknown) =>
+          this.log.warn(
+            { server: host.key, err: (err as Error).message },
+            'database server not prepared yet',
+          ),
+      );
     }
   }
 
@@ -69,6 +103,33 @@ export class HostedDatabaseDriver implements DatabaseDriver {
       }));
   }
 
+  /**
+   * The connections `server` gives its tenants' databases (docs/databases.md, "Capacity of a server"): what it
+   * accepts from logins that are not superusers (`max_connections`, read at most every 5 minutes, or
+   * `DATABASE_SERVER_MAX_CONNECTIONS`), less `DATABASE_CONNECTION_RESERVE`. A server that has never answered counts
+   * with its engine's default `max_connections` (PostgreSQL 100, less its 3 reserved; MariaDB 151) until it does.
+   */
+  async connectionCapacity(server: string): Promise<number | null> {
+    const found = this.servers.get(server);
+    if (!found) return null;
+    let max = this.capacity.maxConnections;
+    if (max === undefined) {
+      const known = this.maxConnections.get(server);
+      if (known && Date.now() - known.at < MAX_CONNECTIONS_TTL_MS) max = known.value;
+      else {
+        try {
+          const value = await withTimeout(found.server.maxConnections(), 3000);
+          this.maxConnections.set(server, { at: Date.now(), value });
+          max = value;
+        } catch (err) {
+          this.log.warn({ server, err: (err as Error).message }, 'database server capacity not read');
+          max = known?.value ?? (found.host.engine === 'postgresql' ? 97 : 151);
+        }
+      }
+    }
+    return Math.max(0, max - this.capacity.reserve);
+  }
+
   passwordVerifier(engine: DatabaseEngine, password: string): string | null {
     if (engine === 'postgresql') return scramVerifier(password);
     if (engine === 'mysql') return mysqlNativeHash(password);
@@ -85,13 +146,12 @@ export class HostedDatabaseDriver implements DatabaseDriver {
   ): Promise<void> {
     if (!opts.verifier) throw new Error('no credentials to create the database with');
     const server = this.serverOf(instance);
-    // The dump's checksum is read while the server restores it (one pass over the file in the time of the restore,
-    // rather than a full read before it); the database opens only if it matches.
-    const restore = opts.fromBackupId ? await this.store.open(opts.fromBackupId) : null;
-    restore?.verified.catch(() => {});
+    // Nothing of a dump runs before its checksum matched (docs/security.md, "Tenants of the database servers").
+    const dump = opts.fromBackupId ? await this.store.open(opts.fromBackupId) : null;
+    if (dump) await dump.verified;
     await server.create(instance, {
       verifier: opts.verifier,
-      restore,
+      restore: dump ? { file: dump.file } : null,
       maxConnections: SIZE_SPECS[instance.size].maxConnections,
     });
   }
@@ -108,6 +168,17 @@ export class HostedDatabaseDriver implements DatabaseDriver {
     const verifier = this.passwordVerifier(instance.engine, password);
     if (!verifier) throw new Error(`no driver for ${instance.engine}`);
     await this.serverOf(instance).setVerifier(instance, verifier);
+  }
+
+  /**
+   * A password nobody knows (the API keeps none of it) and, on PostgreSQL, a connection limit of 0; setting the
+   * password ends the login's sessions.
+   */
+  async disableLogin(instance: DatabaseInstance): Promise<void> {
+    const server = this.serverOf(instance);
+    if (instance.engine === 'postgresql') await server.applySize(instance, 0);
+    const verifier = this.passwordVerifier(instance.engine, randomBytes(32).toString('base64url'));
+    if (verifier) await server.setVerifier(instance, verifier);
   }
 
   async startBackup(): Promise<DriverOperation> {

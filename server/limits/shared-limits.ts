@@ -188,7 +188,7 @@ export class SharedLimits {
 
   /**
    * Another fixed-window limiter in the same Redis (the per-address limits of the unauthenticated endpoints,
-   * server/access/auth-endpoint-limits.ts), with the memory store as its insurance while Redis cannot be reached.
+   * server/limits/auth-endpoint-limits.ts), with the memory store as its insurance while Redis cannot be reached.
    */
   limiter(name: string, points: number, durationSeconds: number): RateLimiterRedis {
     return new RateLimiterRedis({
