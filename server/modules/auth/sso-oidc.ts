@@ -1,0 +1,330 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import * as oidc from 'openid-client';
+import { validation } from '../../lib/errors.js';
+import {
+  blockedAddressReason,
+  BlockedAddressError,
+  checkTargetUrl,
+  systemResolver,
+  type AddressPolicy,
+} from '../../lib/safe-http.js';
+
+/**
+ * OpenID Connect sign-in of an organization's connection (docs/sso.md): discovery of the issuer, the authorization
+ * request (authorization code with PKCE S256, `state` and `nonce`) and the callback (the code exchanged at the token
+ * endpoint, the ID token verified against the issuer's JWKS). No database here: the sign-in flow stores the state,
+ * nonce and code verifier and hands them back.
+ *
+ * Every request to the identity provider goes to an address its owner chose, so it is made like a webhook delivery
+ * (server/lib/safe-http.ts): only public addresses, checked again when connecting, never a redirect, a bounded time
+ * and body. `allowInsecure` is the private-targets setting (`WEBHOOK_ALLOW_PRIVATE_TARGETS`, never in production): it
+ * allows `http://` and loopback or private issuers, for tests and local identity providers.
+ */
+
+/** Discovery, token and JWKS requests each give up after this long. */
+export const OIDC_REQUEST_TIMEOUT_MS = 5000;
+/** An identity provider's answer is read up to this many bytes (discovery documents and JWKS are a few kB). */
+const MAX_RESPONSE_BYTES = 512 * 1024;
+/** A discovered issuer's metadata is kept this long for sign-ins (a connection's update discovers again). */
+const DISCOVERY_CACHE_MS = 5 * 60_000;
+/** Issuers kept at most (the oldest one goes first). */
+const DISCOVERY_CACHE_MAX = 200;
+
+export const OIDC_SCOPE = 'openid email profile';
+
+export interface OidcIssuerOptions {
+  /** Allow `http://` and loopback or private addresses (the private-targets setting; never in production). */
+  allowInsecure: boolean;
+}
+
+/** What discovery found: the issuer's metadata (endpoints, JWKS URI, supported methods). */
+export interface OidcIssuer {
+  /** The issuer identifier, as the provider's metadata names it. */
+  readonly issuer: string;
+  readonly metadata: Readonly<oidc.ServerMetadata>;
+}
+
+/** A connection as the sign-in uses it. */
+export interface OidcClientConfig extends OidcIssuerOptions {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** This API's callback: `<PUBLIC_BASE_URL>/v1/auth/sso/oidc/callback`. */
+  redirectUri: string;
+}
+
+/** The values of one sign-in, stored by the flow between the authorization request and the callback. */
+export interface OidcSignInChecks {
+  state: string;
+  nonce: string;
+  codeVerifier: string;
+}
+
+// ---------- outbound requests ----------
+
+/** Resolves a name and refuses it when any of its addresses is not allowed; connects to the address checked. */
+function guardedLookup(policy: AddressPolicy): LookupFunction {
+  return (hostname, options, callback) => {
+    const host = hostname.replace(/\.$/, '').toLowerCase();
+    systemResolver(host).then(
+      (addresses) => {
+        if (addresses.length === 0) {
+          callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 4);
+          return;
+        }
+        for (const address of addresses) {
+          const reason = blockedAddressReason(address, policy);
+          if (reason) {
+            callback(new BlockedAddressError(`${hostname} resolves to a ${reason}`), '', 4);
+            return;
+          }
+        }
+        const family = (a: string) => (ipaddr.IPv6.isValid(a) ? 6 : 4);
+        if (options.all) {
+          callback(
+            null,
+            addresses.map((a) => ({ address: a, family: family(a) })),
+          );
+        } else {
+          callback(null, addresses[0]!, family(addresses[0]!));
+        }
+      },
+      (err: unknown) => callback(err as NodeJS.ErrnoException, '', 4),
+    );
+  };
+}
+
+/**
+ * The fetch openid-client makes its requests with: the URL's literal address and every resolved address checked,
+ * no redirect followed, the body read up to {@link MAX_RESPONSE_BYTES}, the whole exchange bounded in time.
+ */
+function guardedFetch(policy: AddressPolicy): oidc.CustomFetch {
+  const lookup = guardedLookup(policy);
+  return (rawUrl, options) =>
+    new Promise<Response>((resolve, reject) => {
+      const url = new URL(rawUrl);
+      const literal = url.hostname.replace(/^\[|\]$/g, '');
+      if (url.protocol !== 'https:' && !(policy.allowPrivate && url.protocol === 'http:')) {
+        reject(new BlockedAddressError(`${url.origin} does not use https://`));
+        return;
+      }
+      if (ipaddr.isValid(literal)) {
+        const reason = blockedAddressReason(literal, policy);
+        if (reason) {
+          reject(new BlockedAddressError(`${url.host} is a ${reason}`));
+          return;
+        }
+      }
+      const req = (url.protocol === 'https:' ? https : http).request(url, {
+        method: options.method,
+        headers: options.headers,
+        lookup,
+        signal: options.signal ?? AbortSignal.timeout(OIDC_REQUEST_TIMEOUT_MS),
+        timeout: OIDC_REQUEST_TIMEOUT_MS,
+      });
+      req.on('timeout', () => req.destroy(new Error(`${url.origin} did not answer in time`)));
+      req.on('error', reject);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_RESPONSE_BYTES) {
+            res.destroy(new Error(`${url.origin} answered more than ${MAX_RESPONSE_BYTES} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('error', reject);
+        res.on('end', () => {
+          const headers = new Headers();
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (value === undefined) continue;
+            for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+          }
+          const status = res.statusCode ?? 502;
+          const body = status === 204 || status === 304 ? null : Buffer.concat(chunks);
+          resolve(new Response(body, { status, headers }));
+        });
+      });
+      if (options.body === undefined || options.body === null) req.end();
+      else if (typeof options.body === 'string' || options.body instanceof Uint8Array) req.end(options.body);
+      else if (options.body instanceof URLSearchParams) req.end(options.body.toString());
+      else if (options.body instanceof ArrayBuffer) req.end(Buffer.from(options.body));
+      else reject(new Error('unsupported request body'));
+    });
+}
+
+/** The options of every openid-client call of a connection. */
+function requestOptions(opts: OidcIssuerOptions): oidc.DiscoveryRequestOptions {
+  return {
+    [oidc.customFetch]: guardedFetch({ allowPrivate: opts.allowInsecure }),
+    timeout: OIDC_REQUEST_TIMEOUT_MS / 1000,
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- only with the private-targets setting (tests)
+    execute: opts.allowInsecure ? [oidc.allowInsecureRequests] : [],
+  };
+}
+
+// ---------- discovery ----------
+
+const discovered = new Map<string, { issuer: OidcIssuer; until: number }>();
+
+function cacheKey(issuer: string, opts: OidcIssuerOptions): string {
+  return `${opts.allowInsecure ? 'insecure' : 'secure'} ${issuer}`;
+}
+
+/** Why an error of discovery happened, in words for the one who configures the connection. */
+function discoveryFailure(err: unknown): string {
+  if (err instanceof BlockedAddressError) return err.message;
+  const e = err as { code?: string; message?: string; cause?: unknown };
+  switch (e.code) {
+    case 'OAUTH_TIMEOUT':
+    case 'OAUTH_ABORT':
+      return `no answer within ${OIDC_REQUEST_TIMEOUT_MS / 1000} s`;
+    case 'OAUTH_RESPONSE_IS_NOT_JSON':
+    case 'OAUTH_PARSE_ERROR':
+      return 'the answer is not a JSON discovery document';
+    case 'OAUTH_RESPONSE_IS_NOT_CONFORM':
+      return 'the answer is not a discovery document (HTTP status other than 200)';
+    case 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED':
+      return 'the discovery document names another issuer (its "issuer" must be exactly this URL)';
+    case 'OAUTH_INVALID_RESPONSE':
+      return `the discovery document is not valid (${e.message ?? 'invalid'})`;
+    default:
+      break;
+  }
+  if (e.cause instanceof BlockedAddressError) return e.cause.message;
+  const cause = e.cause as { code?: string } | undefined;
+  const code = cause?.code ?? e.code;
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
+  return 'the issuer could not be reached';
+}
+
+/**
+ * Fetches `<issuer>/.well-known/openid-configuration` and checks it (its `issuer` equal to the one given, the
+ * endpoints the sign-in needs, `S256` PKCE when the provider lists its methods). Bounded in time; every failure is
+ * a `400 VALIDATION_ERROR` on `issuer` saying why. Always asks the provider (a connection's update checks the issuer
+ * as it is now) and refreshes the copy sign-ins use.
+ */
+export async function discoverIssuer(issuer: string, opts: OidcIssuerOptions): Promise<OidcIssuer> {
+  const check = await checkTargetUrl(issuer, { allowPrivate: opts.allowInsecure });
+  if (!check.ok) throw validation('issuer', `The issuer URL ${check.reason}`);
+  const url = check.url;
+  if (url.search || url.hash) throw validation('issuer', 'The issuer URL must not have a query or fragment');
+  let config: oidc.Configuration;
+  try {
+    config = await oidc.discovery(url, 'discovery', undefined, oidc.None(), requestOptions(opts));
+  } catch (err) {
+    throw validation(
+      'issuer',
+      `OpenID Connect discovery at ${discoveryUrl(url)} failed: ${discoveryFailure(err)}`,
+    );
+  }
+  const metadata = config.serverMetadata();
+  const missing = (['authorization_endpoint', 'token_endpoint', 'jwks_uri'] as const).filter(
+    (k) => typeof metadata[k] !== 'string',
+  );
+  if (missing.length > 0) {
+    throw validation('issuer', `The discovery document has no ${missing.join(', ')}`);
+  }
+  for (const k of ['authorization_endpoint', 'token_endpoint', 'jwks_uri'] as const) {
+    const endpoint = checkUrlSyntaxOf(metadata[k]!, opts);
+    if (endpoint) throw validation('issuer', `The discovery document's ${k} ${endpoint}`);
+  }
+  const methods = metadata.code_challenge_methods_supported;
+  if (Array.isArray(methods) && !methods.includes('S256')) {
+    throw validation('issuer', 'The identity provider does not support PKCE with S256');
+  }
+  const found: OidcIssuer = { issuer: metadata.issuer, metadata: { ...metadata } };
+  remember(issuer, opts, found);
+  return found;
+}
+
+function discoveryUrl(url: URL): string {
+  return `${url.href.replace(/\/$/, '')}/.well-known/openid-configuration`;
+}
+
+/** Why an endpoint of the discovery document may not be used, or undefined. */
+function checkUrlSyntaxOf(raw: string, opts: OidcIssuerOptions): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'is not an absolute URL';
+  }
+  if (url.protocol !== 'https:' && !(opts.allowInsecure && url.protocol === 'http:')) {
+    return 'must use https://';
+  }
+  return undefined;
+}
+
+function remember(issuer: string, opts: OidcIssuerOptions, found: OidcIssuer): void {
+  const key = cacheKey(issuer, opts);
+  discovered.delete(key);
+  discovered.set(key, { issuer: found, until: Date.now() + DISCOVERY_CACHE_MS });
+  while (discovered.size > DISCOVERY_CACHE_MAX) {
+    const oldest = discovered.keys().next().value;
+    if (oldest === undefined) break;
+    discovered.delete(oldest);
+  }
+}
+
+/** The issuer's metadata for a sign-in: the copy discovered in the last minutes, or a fresh discovery. */
+async function issuerOf(issuer: string, opts: OidcIssuerOptions): Promise<OidcIssuer> {
+  const hit = discovered.get(cacheKey(issuer, opts));
+  if (hit && hit.until > Date.now()) return hit.issuer;
+  return discoverIssuer(issuer, opts);
+}
+
+/** Forgets every discovered issuer (tests that change a provider between sign-ins). */
+export function forgetDiscoveredIssuers(): void {
+  discovered.clear();
+}
+
+/** The client of a connection at its issuer: client_secret_basic unless the provider lists only client_secret_post. */
+function clientOf(found: OidcIssuer, cfg: OidcClientConfig): oidc.Configuration {
+  const methods = found.metadata.token_endpoint_auth_methods_supported;
+  const auth =
+    Array.isArray(methods) &&
+    !methods.includes('client_secret_basic') &&
+    methods.includes('client_secret_post')
+      ? oidc.ClientSecretPost(cfg.clientSecret)
+      : oidc.ClientSecretBasic(cfg.clientSecret);
+  const config = new oidc.Configuration(
+    found.metadata,
+    cfg.clientId,
+    { redirect_uris: [cfg.redirectUri], response_types: ['code'] },
+    auth,
+  );
+  const options = requestOptions(cfg);
+  config[oidc.customFetch] = options[oidc.customFetch]!;
+  config.timeout = options.timeout;
+  for (const run of options.execute ?? []) run(config);
+  return config;
+}
+
+// ---------- authorization request ----------
+
+/** The URL the browser is sent to: authorization code with PKCE S256, `state` and `nonce`, scope {@link OIDC_SCOPE}. */
+export async function oidcAuthorizationUrl(cfg: OidcClientConfig, checks: OidcSignInChecks): Promise<string> {
+  const config = clientOf(await issuerOf(cfg.issuer, cfg), cfg);
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: cfg.redirectUri,
+    response_type: 'code',
+    scope: OIDC_SCOPE,
+    state: checks.state,
+    nonce: checks.nonce,
+    code_challenge: await oidc.calculatePKCECodeChallenge(checks.codeVerifier),
+    code_challenge_method: 'S256',
+  });
+  return url.href;
+}
+
+/** A random PKCE code verifier (43 characters of base64url). */
+export const randomCodeVerifier = (): string => oidc.randomPKCECodeVerifier();
+/** A random nonce (base64url of 32 random bytes). */
+export const randomNonce = (): string => oidc.randomNonce();
