@@ -1,3 +1,4 @@
+import { verificationRecord } from '../../lib/domain-verification.js';
 import { humanDuration, iso } from '../../lib/time.js';
 import {
   SHORT_ID_LENGTH,
@@ -9,12 +10,7 @@ import {
 import type { HostingDeployment } from './hosting-deployment.entity.js';
 import type { HostingSite } from './hosting-site.entity.js';
 import { humanBytes, siteMetrics } from './hosting.simulation.js';
-import {
-  DOMAIN_VERIFICATION_PREFIX,
-  type TDeployment,
-  type TSite,
-  type TSiteDetail,
-} from './hosting.schema.js';
+import type { TDeployment, TSite, TSiteDetail } from './hosting.schema.js';
 
 /** The characters of a deployment id that name it in its address. */
 export function shortId(deploymentId: string): string {
@@ -56,11 +52,7 @@ export function domainVerification(s: SiteView): TSite['domain_verification'] {
   if (!s.domain || !s.domainVerificationToken) return null;
   return {
     status: s.domainVerifiedAt ? 'verified' : 'pending',
-    record: {
-      type: 'TXT',
-      name: `${DOMAIN_VERIFICATION_PREFIX}.${s.domain}`,
-      value: s.domainVerificationToken,
-    },
+    record: verificationRecord(s.domain, s.domainVerificationToken),
   };
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { pageQueryShape, pageResponse } from '../../lib/pagination.js';
 import { okResponse, zPathId, zUserIdFilter } from '../../lib/schema.js';
+import { DOMAIN_VERIFICATION_PREFIX, domainProblem } from '../../lib/domain-verification.js';
 import {
   DEFAULT_LOG_LIMIT,
   BUILDERS,
@@ -17,20 +18,8 @@ const utf8Bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 
 // ---------- field rules ----------
 
-const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
-const HOSTNAME = new RegExp(`^${LABEL}(?:\\.${LABEL})+$`);
-
-/** Why `domain` is not acceptable, or undefined. */
-export function domainProblem(domain: string): string | undefined {
-  if (domain.length > LIMITS.domainLength) return `must be at most ${LIMITS.domainLength} characters`;
-  if (domain !== domain.toLowerCase()) return 'must be lower case';
-  if (!HOSTNAME.test(domain)) {
-    return 'must be a host name of at least two labels (letters, digits and hyphens), such as www.example.com';
-  }
-  if (/^\d+$/.test(domain.slice(domain.lastIndexOf('.') + 1)))
-    return 'must be a host name, not an IP address';
-  return undefined;
-}
+// The rule of a claimable domain (server/lib/domain-verification.ts), which the edge applies to Host headers too.
+export { domainProblem };
 
 const ZDomain = z
   .string()
@@ -266,8 +255,6 @@ export type TLogsInput = z.infer<typeof ZLogsInput>;
 
 const ZTimestamp = z.string().describe('ISO 8601 UTC with milliseconds');
 const ZNullableTimestamp = z.string().nullable().describe('ISO 8601 UTC with milliseconds, or null');
-
-export const DOMAIN_VERIFICATION_PREFIX = '_cloud-platform';
 
 export const ZDomainVerification = z
   .object({

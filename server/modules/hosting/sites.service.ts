@@ -5,9 +5,8 @@ import { actsOnWholeOrganization } from '../../access/scope.js';
 import type { Em } from '../../db/orm.js';
 import type { ActorContext, AppDeps } from '../../kit/deps.js';
 import { assertWithinPlan } from '../../kit/plan-limit.js';
-import { randomBytes } from 'node:crypto';
-import { createTxtResolver } from '../../lib/dns.js';
-import { conflict, domainNotVerified, notFound, validation } from '../../lib/errors.js';
+import { assertDomainRecord, newVerificationToken } from '../../lib/domain-verification.js';
+import { conflict, notFound, validation } from '../../lib/errors.js';
 import { isId, newId } from '../../lib/ids.js';
 import { checkTargetUrl } from '../../lib/safe-http.js';
 import { resolveGitTarget } from './git-fetch.js';
@@ -25,7 +24,6 @@ import { openEnvironment, sealEnvironment } from './site-environment.js';
 import { UNFINISHED_STATUSES } from './deployment-state.js';
 import type { HostingSite } from './hosting-site.entity.js';
 import type { HostingRepository, SiteListFilter } from './hosting.repository.js';
-import { DOMAIN_VERIFICATION_PREFIX } from './hosting.schema.js';
 import type {
   TCreateSiteInput,
   TDeleteSiteOutput,
@@ -84,11 +82,6 @@ function domainTaken(domain: string) {
   return conflict(`The domain ${domain} is already verified by another site`, [
     { path: 'domain', message: 'Already verified by another site' },
   ]);
-}
-
-/** The TXT value that will prove `domain` is the site's: random, one per site and domain. */
-function newVerificationToken(): string {
-  return randomBytes(16).toString('hex');
 }
 
 /**
@@ -317,23 +310,7 @@ export async function verifyDomain(ctx: ActorContext, input: TVerifyDomainInput)
     ]);
   }
   if (!site.domainVerifiedAt) {
-    const record = { type: 'TXT', name: `${DOMAIN_VERIFICATION_PREFIX}.${domain}`, value: token };
-    const lookup = await createTxtResolver(deps.config.dnsServers).txt(record.name);
-    if (!lookup.ok || !lookup.values.includes(token)) {
-      const why = !lookup.ok
-        ? lookup.message
-        : `the TXT records at ${record.name} do not hold the expected value`;
-      throw domainNotVerified(
-        `The domain ${domain} is not verified: ${why}. Publish a TXT record ${record.name} with the value ` +
-          `${token}, then verify again (DNS changes can take a while to be seen)`,
-        [
-          {
-            record,
-            found: lookup.ok ? lookup.values.slice(0, 10).map((v) => v.slice(0, 255)) : [],
-          },
-        ],
-      );
-    }
+    await assertDomainRecord(deps.config.dnsServers, domain, token);
     await withDomainConflict(domain, () =>
       repository.transaction(ctx.em, async (tx) => {
         const s = await findSiteOrThrow({ em: tx, actor: ctx.actor, deps }, input.id, { lock: true });
