@@ -23,6 +23,7 @@ const ORDER = [
   'users-and-permissions.md',
   'accounts-and-sessions.md',
   'two-factor.md',
+  'sso.md',
   'api-keys.md',
   'organization.md',
   'audit-log.md',
