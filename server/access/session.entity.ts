@@ -2,6 +2,10 @@ import { defineEntity, p } from '@mikro-orm/core';
 import { BaseSchema } from '../db/base.entity.js';
 import { User } from './user.entity.js';
 
+/** How a login session was opened. */
+export const SESSION_METHODS = ['password', 'sso'] as const;
+export type SessionMethod = (typeof SESSION_METHODS)[number];
+
 /**
  * One login: every access token carries its id (`sid`), every refresh token belongs to it. Revoking it (logout,
  * refresh-token reuse, user deleted or suspended, password changed or reset, two-factor enabled, revoked from the
@@ -20,6 +24,8 @@ export const LoginSessionSchema = defineEntity({
     userAgent: p.string().length(512).nullable(),
     /** When tokens were last issued to it (sign-in or refresh). */
     lastUsedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    /** How it was opened: a password (two-factor code or not) or a single sign-on (docs/sso.md). */
+    method: p.string().length(16).$type<SessionMethod>().default('password'),
   },
 });
 export class LoginSession extends LoginSessionSchema.class {}

@@ -9,6 +9,7 @@ export const ERROR_STATUS = {
   PAYMENT_FAILED: 402,
   FORBIDDEN: 403,
   HTTPS_REQUIRED: 403,
+  SSO_REQUIRED: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
   UNSUPPORTED_PLACEMENT: 409,
@@ -104,6 +105,13 @@ export const forbidden = (
   message = 'You do not have permission to perform this action: ask an owner or an admin of the organization',
   details?: ErrorDetail[],
 ) => new AppError('FORBIDDEN', message, details ? { details } : {});
+/**
+ * 403: the organization signs its users in through its identity provider only (docs/sso.md); the message names the
+ * way in.
+ */
+export const ssoRequired = (
+  message = 'Your organization requires single sign-on: sign in with POST /v1/auth/sso/start',
+) => new AppError('SSO_REQUIRED', message);
 export const conflict = (message: string, details?: ErrorDetail[]) =>
   new AppError('CONFLICT', message, { details });
 export const unauthorized = (

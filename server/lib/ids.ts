@@ -23,7 +23,11 @@ export type IdPrefix =
   | 'chl'
   | 'pwr'
   | 'aud'
-  | 'key';
+  | 'key'
+  | 'sso'
+  | 'ssd'
+  | 'ssi'
+  | 'ssc';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 

@@ -12,11 +12,21 @@ import { Migration20261124000010_two_factor } from './migrations/Migration202611
 import { Migration20261126000010_account_security } from './migrations/Migration20261126000010_account_security.js';
 import { PasswordResetToken } from './password-reset.entity.js';
 import { LoginChallenge, RecoveryCode, TwoFactorCredential } from './two-factor.entity.js';
+import { Migration20261207000030_sso } from './migrations/Migration20261207000030_sso.js';
+import { SsoAssertion, SsoCode, SsoConnection, SsoDomain, SsoSignIn } from './sso.entity.js';
+import {
+  MikroOrmSsoRepository,
+  SSO_ORGANIZATION_ROWS,
+  SSO_TABLES,
+  type SsoRepository,
+} from './sso.repository.js';
 
 /** What auth keeps per process (`deps.modules.auth`). */
 export interface AuthRuntime {
   /** Every read and write of the module (auth.repository.ts). */
   readonly repository: AuthRepository;
+  /** Every read and write of single sign-on (sso.repository.ts). */
+  readonly sso: SsoRepository;
 }
 
 declare module '../../kit/deps.js' {
@@ -30,12 +40,27 @@ declare module '../../kit/deps.js' {
 export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
   name: 'auth',
   router: authRouter,
-  create: (deps: AppDeps): AuthRuntime => ({ repository: new MikroOrmAuthRepository(deps.db) }),
-  entities: [TwoFactorCredential, RecoveryCode, LoginChallenge, PasswordResetToken],
+  create: (deps: AppDeps): AuthRuntime => ({
+    repository: new MikroOrmAuthRepository(deps.db),
+    sso: new MikroOrmSsoRepository(deps.db),
+  }),
+  entities: [
+    TwoFactorCredential,
+    RecoveryCode,
+    LoginChallenge,
+    PasswordResetToken,
+    SsoConnection,
+    SsoDomain,
+    SsoSignIn,
+    SsoCode,
+    SsoAssertion,
+  ],
   // TOTP secrets, confirmed and pending (docs/security.md, "Encryption at rest").
   atRest: [
     { table: AUTH_TABLES.twoFactorCredentials, column: 'secret', key: 'secrets' },
     { table: AUTH_TABLES.twoFactorCredentials, column: 'pending_secret', key: 'secrets' },
+    // OIDC client secrets (docs/sso.md).
+    { table: SSO_TABLES.connections, column: 'client_secret', key: 'secrets' },
   ],
   migrations: [
     { name: 'Migration20261124000010_two_factor', class: Migration20261124000010_two_factor },
@@ -43,14 +68,16 @@ export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
       name: 'Migration20261126000010_account_security',
       class: Migration20261126000010_account_security,
     },
+    { name: 'Migration20261207000030_sso', class: Migration20261207000030_sso },
   ],
   jobs: [purgeExpiredSessionsJob, sendPasswordResetJob],
   // Its tables, named from the entities (auth.repository.ts).
-  organizationRows: AUTH_ORGANIZATION_ROWS,
+  organizationRows: { remove: [...SSO_ORGANIZATION_ROWS, ...AUTH_ORGANIZATION_ROWS.remove] },
   notOwnedByUser: {
     TwoFactorCredential: 'the sign-in factor of the user it names, deleted with it',
     RecoveryCode: 'a sign-in factor of the user it names, deleted with it',
     LoginChallenge: 'a sign-in in progress of the user it names',
     PasswordResetToken: 'a password reset of the user it names, deleted with it',
+    SsoCode: 'a single sign-on of the user it names, good for 60 seconds, deleted with it',
   },
 });

@@ -2,7 +2,12 @@ import { repositoryOf } from '../../kit/runtime.js';
 import { MikroOrmRepository } from '../../kit/repository.js';
 import { LockMode } from '@mikro-orm/core';
 import { Organization } from '../../access/organization.entity.js';
-import { LoginSession, LoginThrottleSchema, RefreshToken } from '../../access/session.entity.js';
+import {
+  LoginSession,
+  LoginThrottleSchema,
+  RefreshToken,
+  type SessionMethod,
+} from '../../access/session.entity.js';
 import {
   createUserEntity,
   signInAccountOf,
@@ -57,6 +62,8 @@ export interface NewSession {
   expiresAt: Date;
   ip: string | null;
   userAgent: string | null;
+  /** How the session was opened (`password` when absent). */
+  method?: SessionMethod;
 }
 
 /** What a new refresh token row holds (its value is given once, only its hash is kept). */
@@ -254,6 +261,7 @@ export class MikroOrmAuthRepository extends MikroOrmRepository implements AuthRe
       ip: s.ip,
       userAgent: s.userAgent,
       lastUsedAt: s.now,
+      method: s.method ?? 'password',
     });
   }
 

@@ -33,6 +33,7 @@ export class InMemorySessionsRepository implements SessionsRepository {
       ip: s.ip,
       userAgent: s.userAgent,
       lastUsedAt: s.now,
+      method: s.method ?? 'password',
     });
     this.sessions.push(session);
     return session;
