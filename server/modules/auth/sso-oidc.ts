@@ -4,6 +4,7 @@ import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import * as oidc from 'openid-client';
 import { validation } from '../../lib/errors.js';
+import { SsoFailure } from './sso-errors.js';
 import {
   blockedAddressReason,
   BlockedAddressError,
@@ -125,7 +126,9 @@ function guardedFetch(policy: AddressPolicy): oidc.CustomFetch {
         signal: options.signal ?? AbortSignal.timeout(OIDC_REQUEST_TIMEOUT_MS),
         timeout: OIDC_REQUEST_TIMEOUT_MS,
       });
-      req.on('timeout', () => req.destroy(new Error(`${url.origin} did not answer in time`)));
+      req.on('timeout', () =>
+        req.destroy(Object.assign(new Error(`${url.origin} did not answer in time`), { code: 'ETIMEDOUT' })),
+      );
       req.on('error', reject);
       req.on('response', (res) => {
         const chunks: Buffer[] = [];
@@ -171,6 +174,8 @@ function requestOptions(opts: OidcIssuerOptions): oidc.DiscoveryRequestOptions {
 // ---------- discovery ----------
 
 const discovered = new Map<string, { issuer: OidcIssuer; until: number }>();
+/** The JWKS last fetched per issuer (refetched by openid-client when a token names a key it does not hold). */
+const jwksCache = new Map<string, oidc.ExportedJWKSCache>();
 
 function cacheKey(issuer: string, opts: OidcIssuerOptions): string {
   return `${opts.allowInsecure ? 'insecure' : 'secure'} ${issuer}`;
@@ -197,10 +202,13 @@ function discoveryFailure(err: unknown): string {
       break;
   }
   if (e.cause instanceof BlockedAddressError) return e.cause.message;
-  const cause = e.cause as { code?: string } | undefined;
+  const cause = e.cause as { code?: string; name?: string } | undefined;
   const code = cause?.code ?? e.code;
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
+  if (code === 'ABORT_ERR' || code === 'ETIMEDOUT' || cause?.name === 'AbortError') {
+    return `no answer within ${OIDC_REQUEST_TIMEOUT_MS / 1000} s`;
+  }
   return 'the issuer could not be reached';
 }
 
@@ -270,6 +278,7 @@ function remember(issuer: string, opts: OidcIssuerOptions, found: OidcIssuer): v
     const oldest = discovered.keys().next().value;
     if (oldest === undefined) break;
     discovered.delete(oldest);
+    jwksCache.delete(oldest);
   }
 }
 
@@ -283,6 +292,7 @@ async function issuerOf(issuer: string, opts: OidcIssuerOptions): Promise<OidcIs
 /** Forgets every discovered issuer (tests that change a provider between sign-ins). */
 export function forgetDiscoveredIssuers(): void {
   discovered.clear();
+  jwksCache.clear();
 }
 
 /** The client of a connection at its issuer: client_secret_basic unless the provider lists only client_secret_post. */
@@ -304,6 +314,11 @@ function clientOf(found: OidcIssuer, cfg: OidcClientConfig): oidc.Configuration 
   config[oidc.customFetch] = options[oidc.customFetch]!;
   config.timeout = options.timeout;
   for (const run of options.execute ?? []) run(config);
+  // The ID token's signature is checked against the issuer's JWKS even though it comes from the token endpoint
+  // (docs/sso.md): a provider reached over plain HTTP, or through a proxy, proves nothing by its connection alone.
+  oidc.enableNonRepudiationChecks(config);
+  const jwks = jwksCache.get(cacheKey(cfg.issuer, cfg));
+  if (jwks) oidc.setJwksCache(config, jwks);
   return config;
 }
 
@@ -328,3 +343,147 @@ export async function oidcAuthorizationUrl(cfg: OidcClientConfig, checks: OidcSi
 export const randomCodeVerifier = (): string => oidc.randomPKCECodeVerifier();
 /** A random nonce (base64url of 32 random bytes). */
 export const randomNonce = (): string => oidc.randomNonce();
+
+// ---------- callback ----------
+
+/** What the identity provider says of the person signing in, once every check has passed. */
+export interface OidcIdentity {
+  /** Lower case. */
+  email: string;
+  /** Always true: an address the provider has not verified is refused (`SSO_EMAIL_NOT_VERIFIED`). */
+  emailVerified: true;
+  /** The provider's `sub`. */
+  subject: string;
+  name?: string;
+}
+
+/** At most this many characters of what the provider says are repeated to the person signing in. */
+const MAX_PROVIDER_TEXT = 200;
+
+function providerText(text: string | undefined | null): string {
+  const clean = (text ?? '').replace(/[^\x20-\x7e]/g, ' ').trim();
+  return clean.length > MAX_PROVIDER_TEXT ? `${clean.slice(0, MAX_PROVIDER_TEXT)}…` : clean;
+}
+
+/** A failure of the code exchange or of the ID token's checks, as the person signing in is told it. */
+function callbackFailure(err: unknown): SsoFailure {
+  if (err instanceof SsoFailure) return err;
+  if (err instanceof oidc.AuthorizationResponseError) {
+    const description = providerText(err.error_description);
+    return new SsoFailure(
+      'SSO_IDP_ERROR',
+      `The identity provider refused the sign-in: ${providerText(err.error)}${description ? ` (${description})` : ''}`,
+      { cause: err },
+    );
+  }
+  if (err instanceof oidc.ResponseBodyError) {
+    const description = providerText(err.error_description);
+    return new SsoFailure(
+      'SSO_IDP_ERROR',
+      `The identity provider refused the authorization code: ${providerText(err.error)}${description ? ` (${description})` : ''}; sign in again`,
+      { cause: err },
+    );
+  }
+  const e = err as { code?: string; cause?: unknown; message?: string };
+  const cause = e.cause as { code?: string; name?: string } | undefined;
+  if (
+    err instanceof BlockedAddressError ||
+    e.cause instanceof BlockedAddressError ||
+    e.code === 'OAUTH_TIMEOUT' ||
+    e.code === 'OAUTH_ABORT' ||
+    e.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' ||
+    e.code === 'OAUTH_RESPONSE_IS_NOT_JSON' ||
+    (e.code === undefined && cause?.code !== undefined) ||
+    cause?.name === 'AbortError'
+  ) {
+    return new SsoFailure('SSO_IDP_ERROR', 'The identity provider could not be reached or answered wrongly', {
+      cause: err,
+    });
+  }
+  const what: Record<string, string> = {
+    OAUTH_JWT_CLAIM_COMPARISON_FAILED:
+      'a claim of the ID token (issuer, audience or nonce) is not the expected one',
+    OAUTH_JWT_TIMESTAMP_CHECK_FAILED: 'the ID token is expired or not yet valid',
+    OAUTH_KEY_SELECTION_FAILED: "the ID token is not signed by a key of the identity provider's JWKS",
+    OAUTH_INVALID_RESPONSE: 'the ID token or the response is not valid',
+    OAUTH_PARSE_ERROR: 'the ID token cannot be read',
+    OAUTH_UNSUPPORTED_OPERATION: 'the ID token uses an algorithm that is not supported',
+  };
+  return new SsoFailure(
+    'SSO_ASSERTION_INVALID',
+    `The identity provider's answer was refused: ${(e.code && what[e.code]) ?? 'it could not be verified'}`,
+    { cause: err },
+  );
+}
+
+/** A claim as a string, or undefined when absent or of another type. */
+function stringClaim(claims: Record<string, unknown>, name: string): string | undefined {
+  const v = claims[name];
+  return typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
+}
+
+/**
+ * The browser's return from the identity provider (`currentUrl`, the callback URL with its query): the `state` must
+ * be the sign-in's, the provider must not have answered an error, the code is exchanged (with the PKCE verifier)
+ * and the ID token checked (signature by a key of the issuer's JWKS, `iss`, `aud`, `exp`, `nonce`). The email comes
+ * from the ID token, or from the userinfo endpoint when the token does not carry it; it must be verified
+ * (`email_verified: true`). Any failure is an {@link SsoFailure}.
+ */
+export async function oidcCallback(
+  cfg: OidcClientConfig,
+  currentUrl: URL,
+  expected: OidcSignInChecks,
+): Promise<OidcIdentity> {
+  if (currentUrl.searchParams.get('state') !== expected.state) {
+    throw new SsoFailure('SSO_STATE_INVALID', 'The sign-in state does not match: start the sign-in again');
+  }
+  let found: OidcIssuer;
+  try {
+    found = await issuerOf(cfg.issuer, cfg);
+  } catch (err) {
+    throw new SsoFailure('SSO_IDP_ERROR', 'The identity provider could not be reached', { cause: err });
+  }
+  const config = clientOf(found, cfg);
+  // The query as the provider sent it, on the registered redirect URI (the API may sit behind a proxy).
+  const callbackUrl = new URL(cfg.redirectUri);
+  callbackUrl.search = currentUrl.search;
+  let claims: Record<string, unknown>;
+  try {
+    const tokens = await oidc.authorizationCodeGrant(config, callbackUrl, {
+      expectedState: expected.state,
+      expectedNonce: expected.nonce,
+      pkceCodeVerifier: expected.codeVerifier,
+      idTokenExpected: true,
+    });
+    const idToken = tokens.claims();
+    if (!idToken) throw new SsoFailure('SSO_ASSERTION_INVALID', 'The identity provider sent no ID token');
+    claims = { ...idToken };
+    if (stringClaim(claims, 'email') === undefined) {
+      // Providers that keep the profile claims to userinfo (OpenID Connect Core, 5.4); its `sub` must match.
+      const info = await oidc.fetchUserInfo(config, tokens.access_token, idToken.sub);
+      claims = { ...info, sub: idToken.sub };
+    }
+  } catch (err) {
+    throw callbackFailure(err);
+  } finally {
+    const jwks = oidc.getJwksCache(config);
+    if (jwks && discovered.has(cacheKey(cfg.issuer, cfg))) jwksCache.set(cacheKey(cfg.issuer, cfg), jwks);
+  }
+  const email = stringClaim(claims, 'email')?.toLowerCase();
+  if (!email || email.length > 254 || !/^[^@\s]+@[^@\s]+$/.test(email)) {
+    throw new SsoFailure(
+      'SSO_ASSERTION_INVALID',
+      'The identity provider sent no email address for this account',
+    );
+  }
+  if (claims.email_verified !== true) {
+    throw new SsoFailure(
+      'SSO_EMAIL_NOT_VERIFIED',
+      `The identity provider has not verified the email address ${email}`,
+    );
+  }
+  const subject = stringClaim(claims, 'sub');
+  if (!subject) throw new SsoFailure('SSO_ASSERTION_INVALID', 'The ID token has no subject');
+  const name = stringClaim(claims, 'name');
+  return { email, emailVerified: true, subject, ...(name ? { name: name.slice(0, 200) } : {}) };
+}
