@@ -48,11 +48,15 @@ export const authRouter = router({
           '`{two_factor_required: true, challenge_token, expires_in}`: complete it with `POST /auth/2fa/verify`. ' +
           'A wrong email or password is 401 `INVALID_CREDENTIALS`; after 10 failures for one email and address ' +
           'within 15 minutes, attempts are refused for 15 minutes with 429 `TOO_MANY_LOGIN_ATTEMPTS` and ' +
-          '`Retry-After`.',
+          '`Retry-After`. Where the organization enforces single sign-on, its users but the owner are refused ' +
+          'with 403 `SSO_REQUIRED` (sign in with `POST /auth/sso/start`): at once for an address of its verified ' +
+          'domains, else after a right password; the owner’s password login still works and is audited as ' +
+          '`auth.sso_break_glass`.',
         protect: false,
       },
       errors: {
         INVALID_CREDENTIALS: 'Wrong email or password',
+        SSO_REQUIRED: 'The organization enforces single sign-on: sign in with `POST /auth/sso/start`',
         TOO_MANY_LOGIN_ATTEMPTS:
           'Too many failed attempts for this email from this address; see `Retry-After`',
       },
@@ -169,7 +173,8 @@ export const authRouter = router({
             'Always 202 with the same body, whether or not an account has this address. An active account with a ' +
             'password gets a mail with a single-use link (`<PUBLIC_BASE_URL>/reset-password?token=pwr_…`) valid for ' +
             '`PASSWORD_RESET_TTL` (30 minutes by default); at most one mail a minute per account. Complete it with ' +
-            '`POST /auth/password-reset/confirm`.',
+            '`POST /auth/password-reset/confirm`. No mail goes to a user (but the owner) of an organization that ' +
+            'enforces single sign-on.',
           protect: false,
         },
         successStatus: 202,
@@ -191,7 +196,10 @@ export const authRouter = router({
             '401 `INVALID_CREDENTIALS`. Emits `user.updated`.',
           protect: false,
         },
-        errors: { INVALID_CREDENTIALS: 'Unknown, used or expired reset token' },
+        errors: {
+          INVALID_CREDENTIALS: 'Unknown, used or expired reset token',
+          SSO_REQUIRED: 'The organization enforces single sign-on: its users but the owner have no password',
+        },
         idempotency: 'after-commit',
       })
       .input(ZConfirmPasswordResetInput)
@@ -261,9 +269,13 @@ export const authRouter = router({
           description:
             'A new TOTP secret (SHA-1, 6 digits, 30 s) with its `otpauth://` URL and a QR code to scan. It is ' +
             'pending until `POST /auth/2fa/enable` confirms a code of it; calling setup again replaces it. 409 when ' +
-            'two-factor is already on.',
+            'two-factor is already on; 403 `SSO_REQUIRED` for a user (but the owner) of an organization that ' +
+            'enforces single sign-on.',
         },
-        errors: { CONFLICT: 'Two-factor sign-in is already enabled' },
+        errors: {
+          CONFLICT: 'Two-factor sign-in is already enabled',
+          SSO_REQUIRED: 'The organization enforces single sign-on: its identity provider signs its users in',
+        },
       })
       .input(ZEmptyInput)
       .output(ZTwoFactorSetupOutput)
@@ -285,6 +297,7 @@ export const authRouter = router({
         },
         errors: {
           CONFLICT: 'Already enabled, or no pending setup',
+          SSO_REQUIRED: 'The organization enforces single sign-on: its identity provider signs its users in',
           INVALID_CREDENTIALS: 'Wrong password',
           TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
         },
@@ -335,6 +348,7 @@ export const authRouter = router({
         },
         errors: {
           INVALID_CREDENTIALS: 'Wrong code, or an unknown, expired or voided challenge',
+          SSO_REQUIRED: 'The organization enforces single sign-on since the password was given',
           TOO_MANY_LOGIN_ATTEMPTS: 'Too many failed attempts (the login throttle); see `Retry-After`',
         },
       })

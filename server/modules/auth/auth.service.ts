@@ -22,6 +22,12 @@ import {
 } from './login-completion.js';
 import { authRepositoryOf } from './auth.repository.js';
 import { openLoginChallenge } from './two-factor.service.js';
+import {
+  BREAK_GLASS_ACTION,
+  passwordSignInOf,
+  refuseEnforcedDomain,
+  ssoRequiredError,
+} from './sso-enforcement.js';
 import type {
   TLoginInput,
   TLoginOrChallengeOutput,
@@ -38,6 +44,8 @@ export async function login(ctx: RequestContext, input: TLoginInput): Promise<TL
   const email = input.email.toLowerCase();
   const key = throttleKey(email, ctx.ip);
   await assertNotThrottled(ctx.em, key, ctx.deps.clock.now());
+  // An address of a domain whose organization enforces single sign-on, before any password check (docs/sso.md).
+  await refuseEnforcedDomain(ctx, email);
 
   // The address's sign-in account: its invitations pending in other organizations are not accounts.
   const user = await authRepositoryOf(ctx.deps).findSignInAccount(ctx.em, email, { withPasswordHash: true });
@@ -53,9 +61,15 @@ export async function login(ctx: RequestContext, input: TLoginInput): Promise<TL
     if (user && !gone) await recordLoginFailure(ctx, user);
     throw INVALID_LOGIN();
   }
+  // The organization enforces single sign-on: only its owner goes on with a password (break-glass, audited).
+  const signIn = await passwordSignInOf(ctx, user);
+  if (signIn === 'sso-required') {
+    noteAuditActor(auditActor(user));
+    throw ssoRequiredError();
+  }
   // With two-factor on, the password opens a challenge; the tokens come from `POST /auth/2fa/verify`.
   if (user.twoFactorEnabled) return openLoginChallenge(ctx, user);
-  return completeLogin(ctx, user, key);
+  return completeLogin(ctx, user, key, signIn === 'break-glass' ? { audit: BREAK_GLASS_ACTION } : {});
 }
 
 export async function refresh(ctx: RequestContext, input: TRefreshInput): Promise<TRefreshOutput> {

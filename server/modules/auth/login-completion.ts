@@ -1,4 +1,4 @@
-import type { LoginSession } from '../../access/session.entity.js';
+import type { LoginSession, SessionMethod } from '../../access/session.entity.js';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_MS } from '../../access/tokens.js';
 import { toUserSummaryDto } from '../../access/user.dto.js';
 import type { User } from '../../access/user.entity.js';
@@ -48,8 +48,15 @@ export function sessionExpiry(ctx: RequestContext, createdAt: Date, now: Date): 
   );
 }
 
-/** Opens a login session and issues its first token pair. Runs inside the caller's unit of work. */
-export function issueSession(ctx: RequestContext, user: User): { access: string; refresh: string } {
+/**
+ * Opens a login session (`method`: how the user signed in) and issues its first token pair. Runs inside the caller's
+ * unit of work.
+ */
+export function issueSession(
+  ctx: RequestContext,
+  user: User,
+  method: SessionMethod = 'password',
+): { access: string; refresh: string } {
   const now = ctx.deps.clock.now();
   const expiresAt = sessionExpiry(ctx, now, now);
   const session = authRepositoryOf(ctx.deps).createSession(ctx.em, {
@@ -59,6 +66,7 @@ export function issueSession(ctx: RequestContext, user: User): { access: string;
     expiresAt,
     ip: ctx.ip,
     userAgent: ctx.userAgent ?? null,
+    method,
   });
   const refresh = newRefreshToken(ctx, session, now, expiresAt);
   const access = ctx.deps.tokens.sign(
@@ -96,11 +104,15 @@ export function tokenResponse(tokens: { access: string; refresh: string }) {
   };
 }
 
-/** The end of a successful sign-in (password, or password and code): throttle cleared, session, `user.login`. */
+/**
+ * The end of a successful sign-in (password, or password and code): throttle cleared, session, `user.login`; with
+ * `audit`, an entry of that action too, committed with the session (the owner's break-glass sign-in, sso-enforcement.ts).
+ */
 export async function completeLogin(
   ctx: RequestContext,
   user: User,
   throttle: string,
+  opts: { audit?: string } = {},
 ): Promise<TLoginOutput> {
   const now = ctx.deps.clock.now();
   noteAuditActor(auditActor(user));
@@ -113,6 +125,15 @@ export async function completeLogin(
     user.lastLogin = now;
     const t = issueSession({ ...ctx, em }, user);
     repository.recordEvent(em, userLogin, toUserSummaryDto(user), user.organization.id, now);
+    if (opts.audit && ctx.deps.config.auditLogEnabled) {
+      await writeAuditEntry(em, {
+        action: opts.audit,
+        actor: auditActor(user),
+        request: { requestId: ctx.requestId, ip: ctx.ip, userAgent: ctx.userAgent },
+        status: 200,
+        now,
+      });
+    }
     return t;
   });
   return { ...tokenResponse(tokens), user: toUserSummaryDto(user) };

@@ -4,6 +4,7 @@ import type { AppDeps } from '../../kit/deps.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import { authRepositoryOf } from './auth.repository.js';
+import { memberOf, ssoRequiredOf } from './sso-enforcement.js';
 
 /** A user asks at most one reset mail per this interval; asking again sooner sends nothing (no mail bombing). */
 export const RESET_MAIL_INTERVAL_MS = 60_000;
@@ -34,6 +35,8 @@ export async function sendPasswordReset(deps: AppDeps, email: string): Promise<v
   const now = deps.clock.now();
   const user = await repository.findResetRecipient(em, email);
   if (!user?.passwordHash || user.organization.deletedAt) return;
+  // Its organization enforces single sign-on: the request answered 202 as for anyone, and nothing is mailed.
+  if (await ssoRequiredOf(deps, em, memberOf(user))) return;
   const recent = await repository.countResetTokensSince(
     em,
     user.id,

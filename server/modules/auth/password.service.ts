@@ -15,6 +15,7 @@ import { sendPasswordResetJob } from './auth.jobs.js';
 import { confirmPassword } from '../../access/login-throttle.js';
 import { authRepositoryOf } from './auth.repository.js';
 import { auditActor } from './login-completion.js';
+import { assertNoSsoRequired, memberOf } from './sso-enforcement.js';
 
 const RESET_REQUESTED =
   'If an account has this address, a link to choose a new password has been sent to it.';
@@ -92,6 +93,8 @@ export async function confirmPasswordReset(ctx: RequestContext, input: TConfirmP
     const user = await repository.lockUser(em, found.user.id, { withPasswordHash: true });
     if (user.deletedAt || user.status !== 'active' || user.organization.deletedAt) throw invalidResetToken();
     noteAuditActor(auditActor(user));
+    // Its organization enforces single sign-on: no password to choose (docs/sso.md).
+    await assertNoSsoRequired(ctx.deps, em, memberOf(user));
     user.passwordHash = passwordHash;
     user.updatedAt = now;
     await repository.voidResetTokens(em, user.id, now);

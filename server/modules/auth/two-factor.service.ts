@@ -18,6 +18,12 @@ import {
 } from '../../access/login-throttle.js';
 import { authRepositoryOf, type AuthRepository } from './auth.repository.js';
 import { auditActor, completeLogin, recordLoginFailure } from './login-completion.js';
+import {
+  assertNoSsoRequired,
+  BREAK_GLASS_ACTION,
+  passwordSignInOf,
+  ssoRequiredError,
+} from './sso-enforcement.js';
 import type {
   TLoginOutput,
   TTwoFactorChallengeOutput,
@@ -142,6 +148,8 @@ async function emitUserUpdated(ctx: ActorContext, em: Em, user: User, now: Date)
 export async function setup(ctx: ActorContext): Promise<TTwoFactorSetupOutput> {
   const { actor } = ctx;
   if (actor.user.twoFactorEnabled) throw conflict('Two-factor sign-in is already enabled; disable it first');
+  // Its organization enforces single sign-on: the identity provider is the second factor (docs/sso.md).
+  await assertNoSsoRequired(ctx.deps, ctx.em, actor);
   const secret = new Secret({ size: 20 }).base32;
   const now = ctx.deps.clock.now();
   const repository = authRepositoryOf(ctx.deps);
@@ -174,6 +182,7 @@ export async function enable(
   input: TTwoFactorEnableInput,
 ): Promise<{ success: true; recovery_codes: string[] }> {
   const { actor } = ctx;
+  await assertNoSsoRequired(ctx.deps, ctx.em, actor);
   // bcrypt outside any transaction; a wrong password counts towards the login throttle.
   await confirmPassword(ctx, input.password);
   const now = ctx.deps.clock.now();
@@ -308,7 +317,10 @@ export async function verify(ctx: RequestContext, input: TTwoFactorVerifyInput):
     await recordLoginFailure(ctx, user);
     throw invalidCode();
   }
-  return completeLogin(ctx, user, key);
+  // Single sign-on enforced since the password was given: as at login (sso-enforcement.ts).
+  const signIn = await passwordSignInOf(ctx, user);
+  if (signIn === 'sso-required') throw ssoRequiredError();
+  return completeLogin(ctx, user, key, signIn === 'break-glass' ? { audit: BREAK_GLASS_ACTION } : {});
 }
 
 /** Challenges that ended or expired more than a day ago (with the sessions purge). */
