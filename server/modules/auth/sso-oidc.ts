@@ -39,6 +39,8 @@ export const OIDC_SCOPE = 'openid email profile';
 export interface OidcIssuerOptions {
   /** Allow `http://` and loopback or private addresses (the private-targets setting; never in production). */
   allowInsecure: boolean;
+  /** Each request to the provider gives up after this long ({@link OIDC_REQUEST_TIMEOUT_MS} unless given). */
+  timeoutMs?: number;
 }
 
 /** What discovery found: the issuer's metadata (endpoints, JWKS URI, supported methods). */
@@ -102,7 +104,7 @@ function guardedLookup(policy: AddressPolicy): LookupFunction {
  * The fetch openid-client makes its requests with: the URL's literal address and every resolved address checked,
  * no redirect followed, the body read up to {@link MAX_RESPONSE_BYTES}, the whole exchange bounded in time.
  */
-function guardedFetch(policy: AddressPolicy): oidc.CustomFetch {
+function guardedFetch(policy: AddressPolicy, timeoutMs: number): oidc.CustomFetch {
   const lookup = guardedLookup(policy);
   return (rawUrl, options) =>
     new Promise<Response>((resolve, reject) => {
@@ -123,8 +125,8 @@ function guardedFetch(policy: AddressPolicy): oidc.CustomFetch {
         method: options.method,
         headers: options.headers,
         lookup,
-        signal: options.signal ?? AbortSignal.timeout(OIDC_REQUEST_TIMEOUT_MS),
-        timeout: OIDC_REQUEST_TIMEOUT_MS,
+        signal: options.signal ?? AbortSignal.timeout(timeoutMs),
+        timeout: timeoutMs,
       });
       req.on('timeout', () =>
         req.destroy(Object.assign(new Error(`${url.origin} did not answer in time`), { code: 'ETIMEDOUT' })),
@@ -164,12 +166,14 @@ function guardedFetch(policy: AddressPolicy): oidc.CustomFetch {
 /** The options of every openid-client call of a connection. */
 function requestOptions(opts: OidcIssuerOptions): oidc.DiscoveryRequestOptions {
   return {
-    [oidc.customFetch]: guardedFetch({ allowPrivate: opts.allowInsecure }),
-    timeout: OIDC_REQUEST_TIMEOUT_MS / 1000,
+    [oidc.customFetch]: guardedFetch({ allowPrivate: opts.allowInsecure }, timeoutOf(opts)),
+    timeout: timeoutOf(opts) / 1000,
     // eslint-disable-next-line @typescript-eslint/no-deprecated -- only with the private-targets setting (tests)
     execute: opts.allowInsecure ? [oidc.allowInsecureRequests] : [],
   };
 }
+
+const timeoutOf = (opts: OidcIssuerOptions) => opts.timeoutMs ?? OIDC_REQUEST_TIMEOUT_MS;
 
 // ---------- discovery ----------
 
@@ -182,13 +186,13 @@ function cacheKey(issuer: string, opts: OidcIssuerOptions): string {
 }
 
 /** Why an error of discovery happened, in words for the one who configures the connection. */
-function discoveryFailure(err: unknown): string {
+function discoveryFailure(err: unknown, timeoutMs: number): string {
   if (err instanceof BlockedAddressError) return err.message;
   const e = err as { code?: string; message?: string; cause?: unknown };
   switch (e.code) {
     case 'OAUTH_TIMEOUT':
     case 'OAUTH_ABORT':
-      return `no answer within ${OIDC_REQUEST_TIMEOUT_MS / 1000} s`;
+      return `no answer within ${timeoutMs / 1000} s`;
     case 'OAUTH_RESPONSE_IS_NOT_JSON':
     case 'OAUTH_PARSE_ERROR':
       return 'the answer is not a JSON discovery document';
@@ -207,7 +211,7 @@ function discoveryFailure(err: unknown): string {
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
   if (code === 'ABORT_ERR' || code === 'ETIMEDOUT' || cause?.name === 'AbortError') {
-    return `no answer within ${OIDC_REQUEST_TIMEOUT_MS / 1000} s`;
+    return `no answer within ${timeoutMs / 1000} s`;
   }
   return 'the issuer could not be reached';
 }
@@ -229,7 +233,7 @@ export async function discoverIssuer(issuer: string, opts: OidcIssuerOptions): P
   } catch (err) {
     throw validation(
       'issuer',
-      `OpenID Connect discovery at ${discoveryUrl(url)} failed: ${discoveryFailure(err)}`,
+      `OpenID Connect discovery at ${discoveryUrl(url)} failed: ${discoveryFailure(err, timeoutOf(opts))}`,
     );
   }
   const metadata = config.serverMetadata();

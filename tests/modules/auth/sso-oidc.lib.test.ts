@@ -140,15 +140,14 @@ describe('SSO through OpenID Connect: the client (docs/sso.md)', () => {
       await html.close();
     });
 
-    it('gives up on a provider that does not answer within its bound', async function () {
-      this.timeout(10_000);
-      const slow = await fakeServer(() => ({ status: 200, body: '{}', delayMs: 8000 }));
+    it('gives up on a provider that does not answer within its bound', async () => {
+      const slow = await fakeServer(() => ({ status: 200, body: '{}', delayMs: 3000 }));
       const started = Date.now();
       expectIssuerError(
-        await rejection(discoverIssuer(slow.url, { allowInsecure: true })),
-        /no answer within 5 s/,
+        await rejection(discoverIssuer(slow.url, { allowInsecure: true, timeoutMs: 300 })),
+        /no answer within 0.3 s/,
       );
-      expect(Date.now() - started).to.be.lessThan(7000);
+      expect(Date.now() - started).to.be.lessThan(2000);
       await slow.close();
     });
 
