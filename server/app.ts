@@ -275,6 +275,7 @@ export async function buildApp(deps: AppDeps, opts: BuildOptions = {}): Promise<
   await registerCors(app, deps.config);
   registerRequestChecks(app, lifecycle);
   registerJsonBodies(app);
+  registerFormBodies(app);
   registerErrorHandlers(app);
   registerHealthRoutes(app, deps);
   registerOpenApiDocument(app, deps.config);
@@ -406,6 +407,29 @@ function registerJsonBodies(app: FastifyInstance): void {
       req.body = {};
     }
   });
+}
+
+/**
+ * `application/x-www-form-urlencoded` bodies, for the routes that take an HTML form's POST (a module route with
+ * `form: true`: the SAML ACS), up to the usual body limit: an object of strings, the first value of a repeated name.
+ * Every other route refuses them (415), as before any form was read.
+ */
+function registerFormBodies(app: FastifyInstance): void {
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'buffer', bodyLimit: BODY_LIMIT_BYTES },
+    (req, body, done) => {
+      const config = req.routeOptions.config as { formBody?: boolean } | undefined;
+      if (config?.formBody !== true) return done(unsupportedMediaType(), undefined);
+      const bytes = body as Buffer;
+      if (!isUtf8(bytes)) return done(invalidJson('Request body is not valid UTF-8'), undefined);
+      const fields: Record<string, string> = Object.create(null) as Record<string, string>;
+      for (const [name, value] of new URLSearchParams(bytes.toString('utf8'))) {
+        if (!Object.hasOwn(fields, name)) fields[name] = value;
+      }
+      return done(null, { ...fields });
+    },
+  );
 }
 
 /** Every error, and every unknown route, answered in the error envelope (docs/api-conventions.md "Errors"). */
@@ -542,6 +566,8 @@ function registerModuleHttpRoutes(app: FastifyInstance, deps: AppDeps): void {
     app.route({
       method: route.method,
       url: `/v1${route.path}`,
+      // Read by the form parser (registerFormBodies): only such a route takes an HTML form's body.
+      config: { formBody: route.form === true },
       handler: async (req, reply) => {
         try {
           const gone = new AbortController();

@@ -324,6 +324,36 @@ const ZEnv = z.object({
       }
       return origins;
     }),
+  SSO_RETURN_ORIGINS: z
+    .string()
+    .trim()
+    .default('')
+    .transform((s, ctx) => {
+      const origins: string[] = [];
+      for (const item of s
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '')) {
+        let origin: string | undefined;
+        try {
+          const url = new URL(item);
+          // An origin only: scheme, host and port (a trailing `/` is tolerated).
+          const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password;
+          if (/^https?:$/.test(url.protocol) && bare && !/^[^/]*\/\/[^/]*\/./.test(item)) origin = url.origin;
+        } catch {
+          origin = undefined;
+        }
+        if (!origin) {
+          ctx.addIssue({
+            code: 'custom',
+            message: 'SSO_RETURN_ORIGINS must be comma-separated origins such as https://app.example.com',
+          });
+          return z.NEVER;
+        }
+        if (!origins.includes(origin)) origins.push(origin);
+      }
+      return origins;
+    }),
   LOG_LEVEL: z
     .enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
     .default('info'),
@@ -450,6 +480,11 @@ export interface Config {
    * origins (`https://app.example.com`, lowercased as browsers send them).
    */
   corsOrigins: '*' | string[];
+  /**
+   * Origins besides loopback that a single sign-on may send its code back to (`return_to`, docs/sso.md): exact
+   * origins, lowercased.
+   */
+  ssoReturnOrigins: string[];
 }
 
 export class ConfigError extends Error {
@@ -651,5 +686,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     logLevel: v.LOG_LEVEL,
     corsOrigins: v.CORS_ORIGINS,
+    ssoReturnOrigins: v.SSO_RETURN_ORIGINS,
   };
 }

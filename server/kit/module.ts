@@ -99,6 +99,11 @@ export interface ModuleHttpRoute {
   method: 'GET' | 'POST';
   /** Under `/v1`, with `:param` segments (`/billing/invoices/:id/pdf`). */
   path: string;
+  /**
+   * Takes `application/x-www-form-urlencoded` bodies too (an HTML form's POST: the SAML ACS), parsed into `body` as
+   * an object of strings (the first value of a repeated name). Every other route refuses them (415).
+   */
+  form?: boolean;
   handler(
     deps: AppDeps,
     request: {
