@@ -340,16 +340,16 @@ export async function samlValidate(
   const assertionId = assertion.getAttribute('ID');
   if (!assertionId) throw refused('the assertion has no ID');
 
-  const issuer = childrenOf(assertion, NS.assertion, 'Issuer')[0]?.textContent?.trim();
+  const issuer = children(assertion, NS.assertion, 'Issuer')[0]?.textContent?.trim();
   if (cfg.idpEntityId && issuer !== cfg.idpEntityId)
     throw refused(`the assertion was issued by ${issuer ?? 'nobody'}, not by ${cfg.idpEntityId}`);
 
   const now = Date.now();
-  const subject = childrenOf(assertion, NS.assertion, 'Subject')[0];
+  const subject = children(assertion, NS.assertion, 'Subject')[0];
   const confirmations = subject
-    ? childrenOf(subject, NS.assertion, 'SubjectConfirmation')
+    ? children(subject, NS.assertion, 'SubjectConfirmation')
         .filter((c) => c.getAttribute('Method') === BEARER)
-        .flatMap((c) => childrenOf(c, NS.assertion, 'SubjectConfirmationData'))
+        .flatMap((c) => children(c, NS.assertion, 'SubjectConfirmationData'))
     : [];
   if (confirmations.length === 0) throw refused('the assertion has no bearer subject confirmation');
   const forUs = confirmations.filter((d) => d.getAttribute('Recipient') === cfg.acsUrl);
@@ -365,7 +365,7 @@ export async function samlValidate(
   });
   if (!confirmation) throw refused('the assertion has expired or answers another request');
 
-  const conditions = childrenOf(assertion, NS.assertion, 'Conditions')[0];
+  const conditions = children(assertion, NS.assertion, 'Conditions')[0];
   const deadlines = [instant(confirmation.getAttribute('NotOnOrAfter'))!];
   const conditionsUntil = instant(conditions?.getAttribute('NotOnOrAfter') ?? null);
   if (conditionsUntil !== null) deadlines.push(conditionsUntil);
@@ -411,10 +411,6 @@ function parseXml(xml: string): Document | null {
   } catch {
     return null;
   }
-}
-
-function childrenOf(node: Element, ns: string, name: string): Element[] {
-  return children(node, ns, name);
 }
 
 function instant(value: string | null): number | null {
