@@ -1,6 +1,7 @@
 // Test tier: server
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
+import { URI, type TOTP } from 'otpauth';
 import { throttleKey } from '../../../server/access/login-throttle.js';
 import { Organization } from '../../../server/access/organization.entity.js';
 import { encryptSecret } from '../../../server/lib/crypto.js';
@@ -15,6 +16,7 @@ import {
 import { authRepositoryOf } from '../../../server/modules/auth/auth.repository.js';
 import { ssoRepositoryOf } from '../../../server/modules/auth/sso.repository.js';
 import { createUser, DEFAULT_PASSWORD, uniqueEmail, type TestUser } from '../../support/factories.js';
+import { FakeClock } from '../../support/fake-clock.js';
 import { http } from '../../support/http.js';
 import { ownPostgresDatabase, type ScratchDatabase } from '../../support/scratch-database.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
@@ -28,6 +30,7 @@ import { waitFor } from '../../support/wait.js';
 describe('enforced single sign-on (docs/sso.md, "Enforced sign-in")', function () {
   this.timeout(60_000);
   let s: TestServer;
+  const clock = new FakeClock('2026-12-07T09:00:00.000Z');
   const outbox = new MemoryMailDriver();
   // On PostgreSQL a database of its own: reset mails are sent by a job, which another test server on the run's
   // database (with another mail driver) could otherwise take.
@@ -35,6 +38,7 @@ describe('enforced single sign-on (docs/sso.md, "Enforced sign-in")', function (
   before(async () => {
     scratch = await ownPostgresDatabase('sso_enforcement');
     s = await startTestServer({
+      clock,
       mail: outbox,
       env: { DATABASE_URL: scratch?.url ?? process.env.DATABASE_URL },
     });
@@ -118,6 +122,16 @@ describe('enforced single sign-on (docs/sso.md, "Enforced sign-in")', function (
     return { domain, owner, member, outsider };
   }
 
+  /** Turns enforcement on or off through the repository. */
+  async function setEnforced(org: Enterprise, enforced: boolean): Promise<void> {
+    const sso = ssoRepositoryOf(s.deps);
+    await sso.transaction(s.deps.db.orm.em.fork(), async (tx) => {
+      const connection = await sso.findConnection(tx, org.owner.organizationId, { lock: true });
+      connection!.enforced = enforced;
+      sso.saveConnection(tx, connection!);
+    });
+  }
+
   /** The §3 envelope of 403 SSO_REQUIRED, naming the way in. */
   function expectSsoRequired(res: { status: number; body: any; text: string; headers: Headers }) {
     expect(res.status, res.text).to.equal(403);
@@ -127,13 +141,20 @@ describe('enforced single sign-on (docs/sso.md, "Enforced sign-in")', function (
     expect(res.body.error.request_id).to.equal(res.headers.get('x-request-id'));
   }
 
-  const auditActions = async (organizationId: string) =>
-    s.deps.db.orm.em
+  /** The organization's audit entries (action, actor, status), by id. */
+  async function auditEntries(organizationId: string) {
+    const rows = await s.deps.db.orm.em
       .fork()
-      .execute<{ action: string; actor_id: string; status: number }[]>(
-        'select action, actor_id, status from audit_logs where organization_id = ? order by created_at, id',
+      .execute<{ id: string; action: string; actor_id: string; status: number }[]>(
+        'select id, action, actor_id, status from audit_logs where organization_id = ?',
         [organizationId],
       );
+    return new Map(rows.map(({ id, ...entry }) => [id, entry]));
+  }
+  const auditActions = async (organizationId: string) => [...(await auditEntries(organizationId)).values()];
+  /** The entries written since `before` (the organization's entries then). */
+  const auditSince = async (organizationId: string, before: Map<string, unknown>) =>
+    [...(await auditEntries(organizationId)).entries()].filter(([id]) => !before.has(id)).map(([, e]) => e);
 
   describe('password login', () => {
     it('refuses an address of the verified domain before any password check: right, wrong or no account', async () => {
@@ -173,15 +194,44 @@ describe('enforced single sign-on (docs/sso.md, "Enforced sign-in")', function (
       const org = await enterprise();
       const wrong = await login(org.owner.email, 'not-the-password');
       expect(wrong.status, wrong.text).to.equal(401);
-      const before = (await auditActions(org.owner.organizationId)).length;
+      const before = await auditEntries(org.owner.organizationId);
       const res = await login(org.owner.email, DEFAULT_PASSWORD);
       expect(res.status, res.text).to.equal(200);
       expect(res.body.token).to.be.a('string');
       const me = await http(s.baseUrl, 'GET', '/v1/auth/me', { token: res.body.token });
       expect(me.status).to.equal(200);
-      const added = (await auditActions(org.owner.organizationId)).slice(before);
+      const added = await auditSince(org.owner.organizationId, before);
       expect(added).to.deep.include({ action: 'auth.sso_break_glass', actor_id: org.owner.id, status: 200 });
       expect(added).to.deep.include({ action: 'auth.login', actor_id: org.owner.id, status: 200 });
+    });
+
+    it('audits the break-glass of an owner with two-factor on when the code completes it', async () => {
+      const org = await enterprise({ enforced: false });
+      const setup = await http(s.baseUrl, 'POST', '/v1/auth/2fa/setup', { token: org.owner.token, body: {} });
+      expect(setup.status, setup.text).to.equal(200);
+      const authenticator = URI.parse(setup.body.otpauth_url) as TOTP;
+      const code = () => authenticator.generate({ timestamp: clock.now().getTime() });
+      const enabled = await http(s.baseUrl, 'POST', '/v1/auth/2fa/enable', {
+        token: org.owner.token,
+        body: { password: DEFAULT_PASSWORD, code: code() },
+      });
+      expect(enabled.status, enabled.text).to.equal(200);
+      await setEnforced(org, true);
+      clock.advance(30_000);
+
+      const before = await auditEntries(org.owner.organizationId);
+      const challenge = await login(org.owner.email, DEFAULT_PASSWORD);
+      expect(challenge.status, challenge.text).to.equal(200);
+      expect(challenge.body.two_factor_required).to.equal(true);
+      expect((await auditSince(org.owner.organizationId, before)).map((e) => e.action)).not.to.include(
+        'auth.sso_break_glass',
+      );
+      const verified = await http(s.baseUrl, 'POST', '/v1/auth/2fa/verify', {
+        body: { challenge_token: challenge.body.challenge_token, code: code() },
+      });
+      expect(verified.status, verified.text).to.equal(200);
+      const added = await auditSince(org.owner.organizationId, before);
+      expect(added).to.deep.include({ action: 'auth.sso_break_glass', actor_id: org.owner.id, status: 200 });
     });
 
     it('changes nothing while the connection is not enforced, or when the plan no longer includes SSO', async () => {
@@ -207,12 +257,7 @@ describe('enforced single sign-on (docs/sso.md, "Enforced sign-in")', function (
     });
     expect(created.status, created.text).to.equal(201);
     // Enforcement turned on afterwards.
-    const sso = ssoRepositoryOf(s.deps);
-    await sso.transaction(s.deps.db.orm.em.fork(), async (tx) => {
-      const connection = await sso.findConnection(tx, org.owner.organizationId, { lock: true });
-      connection!.enforced = true;
-      sso.saveConnection(tx, connection!);
-    });
+    await setEnforced(org, true);
     expectSsoRequired(await login(org.outsider.email, DEFAULT_PASSWORD));
     const listed = await http(s.baseUrl, 'GET', '/v1/vpn/connections', { token: created.body.secret });
     expect(listed.status, listed.text).to.equal(200);
@@ -256,12 +301,7 @@ describe('enforced single sign-on (docs/sso.md, "Enforced sign-in")', function (
       const user = await authRepositoryOf(s.deps).userWithOrganization(em, org.outsider.id);
       const token = createPasswordResetToken(s.deps, em, user, s.deps.clock.now(), 30 * 60_000);
       await em.flush();
-      const sso = ssoRepositoryOf(s.deps);
-      await sso.transaction(s.deps.db.orm.em.fork(), async (tx) => {
-        const connection = await sso.findConnection(tx, org.owner.organizationId, { lock: true });
-        connection!.enforced = true;
-        sso.saveConnection(tx, connection!);
-      });
+      await setEnforced(org, true);
       const res = await http(s.baseUrl, 'POST', '/v1/auth/password-reset/confirm', {
         body: { token, new_password: 'a-new-password-1234' },
       });
