@@ -6,6 +6,10 @@ import { User } from '../../server/access/user.entity.js';
 import { login } from '../../server/modules/auth/auth.service.js';
 import { createPasswordResetToken } from '../../server/modules/auth/password-reset-mail.js';
 import { sessionIdOf } from '../support/security-fixtures.js';
+import {
+  SAML_TEST_CERT,
+  samlConnectionWithDomain,
+} from '../modules/auth/sso-connections.security-fixtures.js';
 import { createInProcessContext } from '../../server/trpc/context.js';
 import { newId } from '../../server/lib/ids.js';
 import { WebhookDelivery } from '../../server/modules/webhooks/webhook-delivery.entity.js';
@@ -418,6 +422,27 @@ export const auditFixtures: Record<string, AuditFixture> = {
   'organization.delete': async ({ s, owner }) => {
     const { organization } = await s.caller(owner.token).organization.get({});
     return { token: owner.token, input: { confirm: organization.name, password: owner.password } };
+  },
+
+  // Single sign-on: a SAML connection from the IdP's three fields (nothing to fetch)
+  'sso.set': async ({ owner }) => ({
+    token: owner.token,
+    input: {
+      protocol: 'saml',
+      idp_entity_id: 'urn:audited:idp',
+      idp_sso_url: 'https://idp.audited.example/sso',
+      idp_certificate: SAML_TEST_CERT,
+    },
+  }),
+  'sso.delete': async ({ s, owner }) => {
+    await samlConnectionWithDomain(s, owner.token);
+    return { token: owner.token, input: {} };
+  },
+  'sso.verifyDomain': async ({ s, owner }) => {
+    // A domain whose record was already found: the verify answers 200 without a DNS lookup (this table's server has
+    // no DNS server of its own; tests/modules/auth/sso-connections.test.ts runs the lookups).
+    const domain = await samlConnectionWithDomain(s, owner.token, { verified: true });
+    return { token: owner.token, input: { domain } };
   },
 
   // API keys

@@ -8,6 +8,7 @@ import {
   type AuthRepository,
 } from './auth.repository.js';
 import { authRouter } from './auth.router.js';
+import { ssoRouter } from './sso.router.js';
 import { Migration20261124000010_two_factor } from './migrations/Migration20261124000010_two_factor.js';
 import { Migration20261126000010_account_security } from './migrations/Migration20261126000010_account_security.js';
 import { PasswordResetToken } from './password-reset.entity.js';
@@ -40,6 +41,8 @@ declare module '../../kit/deps.js' {
 export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
   name: 'auth',
   router: authRouter,
+  // The organization's connection and SSO sign-in, mounted as `sso` (server/router.ts).
+  routers: { sso: ssoRouter },
   create: (deps: AppDeps): AuthRuntime => ({
     repository: new MikroOrmAuthRepository(deps.db),
     sso: new MikroOrmSsoRepository(deps.db),

@@ -52,6 +52,11 @@ describe('webhooks: runs of failures recorded out of order', () => {
       at,
     },
   });
+  /**
+   * The attempts' times: a year ahead, so the retries their failures schedule fall due long after the test and no
+   * worker makes a real attempt of its own in between (one recorded after a test's success would start a run).
+   */
+  const at = (offsetMs: number) => new Date(Date.UTC(new Date().getUTCFullYear() + 1, 5, 1, 10) + offsetMs);
   const failingSince = async (id: string) =>
     (await s.deps.db.orm.em.fork().findOneOrFail(Webhook, id)).failingSince?.toISOString() ?? null;
 
@@ -62,8 +67,8 @@ describe('webhooks: runs of failures recorded out of order', () => {
       await pendingDelivery(wh.id, owner.organizationId),
       await pendingDelivery(wh.id, owner.organizationId),
     ];
-    const t1 = new Date('2026-06-01T10:00:00.000Z');
-    const t2 = new Date('2026-06-01T10:00:05.000Z');
+    const t1 = at(0);
+    const t2 = at(5000);
 
     await recordOutcomes(s.deps, s.deps.db.orm.em.fork(), [outcome(wh.id, bad, false, t2)]);
     expect(await failingSince(wh.id)).to.equal(t2.toISOString());
@@ -79,9 +84,9 @@ describe('webhooks: runs of failures recorded out of order', () => {
       await pendingDelivery(wh.id, owner.organizationId),
       await pendingDelivery(wh.id, owner.organizationId),
     ];
-    const t0 = new Date('2026-06-01T09:59:00.000Z');
-    const t1 = new Date('2026-06-01T10:00:00.000Z');
-    const t2 = new Date('2026-06-01T10:00:05.000Z');
+    const t0 = at(-60000);
+    const t1 = at(0);
+    const t2 = at(5000);
 
     await recordOutcomes(s.deps, s.deps.db.orm.em.fork(), [outcome(wh.id, bad, false, t0)]);
     expect(await failingSince(wh.id)).to.equal(t0.toISOString());
@@ -100,9 +105,9 @@ describe('webhooks: runs of failures recorded out of order', () => {
       await pendingDelivery(wh.id, owner.organizationId),
       await pendingDelivery(wh.id, owner.organizationId),
     ];
-    const t1 = new Date('2026-06-01T10:00:00.000Z');
-    const t2 = new Date('2026-06-01T10:00:02.000Z');
-    const t3 = new Date('2026-06-01T10:00:09.000Z');
+    const t1 = at(0);
+    const t2 = at(2000);
+    const t3 = at(9000);
 
     await recordOutcomes(s.deps, s.deps.db.orm.em.fork(), [outcome(wh.id, stored, false, t2)]);
     await recordOutcomes(s.deps, s.deps.db.orm.em.fork(), [
