@@ -6,6 +6,7 @@ import { User } from '../../server/access/user.entity.js';
 import { login } from '../../server/modules/auth/auth.service.js';
 import { createPasswordResetToken } from '../../server/modules/auth/password-reset-mail.js';
 import { sessionIdOf } from '../support/security-fixtures.js';
+import { codeOnPage, ssoSignIn, ssoSignInSetUp } from '../modules/auth/sso-sign-in.fixtures.js';
 import {
   SAML_TEST_CERT,
   samlConnectionWithDomain,
@@ -166,6 +167,17 @@ export const auditFixtures: Record<string, AuditFixture> = {
     return { token: owner.token, input: { id }, target: () => ({ type: 'login_session', id }) };
   },
   'auth.sessions.revokeAll': async ({ owner }) => ({ token: owner.token, input: { keep_current: true } }),
+  // Single sign-on: the owner's address of a verified domain (the entry names the organization's user of it)
+  'sso.start': async ({ s, owner }) => {
+    const { domain } = await ssoSignInSetUp(s.deps, owner.organizationId);
+    const email = `owner@${domain}`;
+    await s.deps.db.orm.em.fork().execute('update users set email = ? where id = ?', [email, owner.id]);
+    return { input: { email } };
+  },
+  'sso.token': async ({ s, owner }) => {
+    const { domain } = await ssoSignInSetUp(s.deps, owner.organizationId);
+    return { input: { code: codeOnPage(await ssoSignIn(s.deps, `audited@${domain}`)) } };
+  },
 
   // Users
   'users.create': async ({ owner }) => ({

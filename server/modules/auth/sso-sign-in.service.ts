@@ -103,6 +103,9 @@ export async function startSso(ctx: RequestContext, input: TSsoStartInput): Prom
   const route = await repository.findSignInRouteByEmailDomain(ctx.em, emailDomainOf(input.email));
   if (!route || !connectionUsable(route.connection)) throw noConnection();
   const { connection, organizationId } = route;
+  // In the audit log of the organization, as its user of that address when it has one (an unknown one names no one).
+  const account = await authRepositoryOf(ctx.deps).findSignInAccount(ctx.em, input.email);
+  if (account && account.organization.id === organizationId) noteAuditActor(auditActor(account));
   const sp = serviceProviderOf(ctx.deps, organizationId);
   const state = randomToken('', 256);
   let authorizationUrl: string;

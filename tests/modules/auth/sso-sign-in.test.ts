@@ -24,7 +24,7 @@ import { createInProcessContext } from '../../../server/trpc/context.js';
 import { login } from '../../../server/modules/auth/auth.service.js';
 import { createOrg, createUser, DEFAULT_PASSWORD, signedIn, type TestUser } from '../../support/factories.js';
 import { FakeClock } from '../../support/fake-clock.js';
-import { testKeyPair } from '../../support/saml-idp.js';
+import { ssoSignInSetUp, stateOf } from './sso-sign-in.fixtures.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 
 /**
@@ -72,29 +72,7 @@ describe('single sign-on: start, the IdP’s identity, token (docs/sso.md, "Sign
   ): Promise<Enterprise> {
     const owner = await createOrg(s.deps, { plan: opts.plan ?? 'enterprise' });
     const organizationId = owner.organizationId;
-    const domain = `acme-${randomBytes(5).toString('hex')}.test`;
-    const sso = ssoRepositoryOf(s.deps);
-    const now = clock.now();
-    await sso.transaction(s.deps.db.orm.em.fork(), async (tx) => {
-      if (opts.connection !== false) {
-        sso.createConnection(tx, {
-          id: newId('sso'),
-          now,
-          organizationId,
-          protocol: 'saml',
-          issuer: null,
-          clientId: null,
-          clientSecret: null,
-          idpEntityId: `https://idp.${domain}/saml`,
-          idpSsoUrl: `https://idp.${domain}/sso`,
-          idpCertificate: testKeyPair().certificate,
-          defaultRole: opts.defaultRole ?? 'member',
-          enforced: false,
-        });
-      }
-      await sso.replaceDomains(tx, organizationId, [domain], now, () => randomBytes(16).toString('hex'));
-      if (opts.verified !== false) await sso.markDomainVerified(tx, organizationId, domain, now);
-    });
+    const { domain } = await ssoSignInSetUp(s.deps, organizationId, opts);
     return { owner, organizationId, domain };
   }
 
@@ -104,9 +82,7 @@ describe('single sign-on: start, the IdP’s identity, token (docs/sso.md, "Sign
       email: `someone@${org.domain}`,
       ...(returnTo ? { return_to: returnTo } : {}),
     });
-    const relayState = new URL(started.authorization_url).searchParams.get('RelayState');
-    expect(relayState, 'the state travels as RelayState').to.be.a('string');
-    return consumeSsoState(s.deps, relayState);
+    return consumeSsoState(s.deps, stateOf(started.authorization_url));
   }
 
   const finish = async (org: Enterprise, identity: SsoIdentity, returnTo?: string) =>
