@@ -1,6 +1,7 @@
 import { apiKeysRouter } from './modules/api-keys/api-keys.router.js';
 import { auditRouter } from './modules/audit/audit.router.js';
 import { authRouter } from './modules/auth/auth.router.js';
+import { ssoRouter } from './modules/auth/sso.router.js';
 import { hostingRouter } from './modules/hosting/hosting.router.js';
 import { databasesRouter } from './modules/databases/databases.router.js';
 import { billingRouter } from './modules/billing/billing.router.js';
@@ -25,6 +26,7 @@ export const appRouter = router({
   billing: billingRouter,
   organization: organizationRouter,
   apiKeys: apiKeysRouter,
+  sso: ssoRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -4,6 +4,7 @@ export const EVENT_TYPES = [
   'user.updated',
   'user.deleted',
   'user.login',
+  'organization.updated',
   'vpn.connected',
   'vpn.disconnected',
   'vpn.server.created',

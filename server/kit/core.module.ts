@@ -2,6 +2,7 @@ import { apiCallsSince, apiUsageSince } from '../limits/api-usage.js';
 import { Organization } from '../access/organization.entity.js';
 import { LoginSession, LoginThrottle, RefreshToken } from '../access/session.entity.js';
 import { User } from '../access/user.entity.js';
+import { ORGANIZATION_EVENTS } from '../access/organization.events.js';
 import { USER_EVENTS } from '../access/user.events.js';
 import { BaseSchema } from '../db/base.entity.js';
 import { compactListCounts } from '../db/list-counts.js';
@@ -116,7 +117,7 @@ export const coreModule = defineModule({
       },
     },
   ],
-  events: USER_EVENTS,
+  events: [...USER_EVENTS, ...ORGANIZATION_EVENTS],
   // Run after every other module's (the core is last in server/modules.ts): users and the organization go last.
   organizationRows: {
     remove: [

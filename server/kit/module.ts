@@ -147,6 +147,11 @@ export interface ModuleManifest<Name extends string = string, Runtime = unknown>
   stop?(runtime: Runtime): Promise<void>;
   /** The tRPC router of the module, if it serves procedures (checked against server/router.ts by a test). */
   router?: AnyTRPCRouter;
+  /**
+   * Further routers of the module, each mounted in server/router.ts under its own key (auth's `sso`: `client.sso.get()`
+   * rather than `client.auth.sso.get()`); checked like `router`.
+   */
+  routers?: Readonly<Record<string, AnyTRPCRouter>>;
   /** MikroORM entities (defineEntity classes). */
   entities?: readonly EntityName[];
   migrations?: readonly MigrationEntry[];

@@ -2,7 +2,14 @@ import { LockMode } from '@mikro-orm/core';
 import { Organization } from '../access/organization.entity.js';
 import type { Em } from '../db/orm.js';
 import { planLimitExceeded } from '../lib/errors.js';
-import { planLimit, type CountedPlanFeature, type PlanId, type PlanStatus } from '../lib/plans.js';
+import {
+  PLAN_IDS,
+  PLANS,
+  planLimit,
+  type CountedPlanFeature,
+  type PlanId,
+  type PlanStatus,
+} from '../lib/plans.js';
 
 /** An organization's plan and the state of its subscription: what the plan-limit rule reads of it. */
 export interface OrganizationPlan {
@@ -51,6 +58,28 @@ export async function assertWithinPlan(
           'PUT /v1/billing/subscription (the plans: GET /v1/billing/plans)';
     throw planLimitExceeded(message, { resource: feature, limit, current });
   }
+}
+
+/** The features a plan has or has not (`PLANS[…].features`), with what they are called in messages. */
+const FEATURE_LABELS = { sso: 'Single sign-on', advanced_security: 'Advanced security' } as const;
+export type PlanFeatureFlag = keyof typeof FEATURE_LABELS;
+
+/**
+ * The rule of the features only some plans have (docs/billing.md, "Plans"): 402 `PLAN_LIMIT_EXCEEDED` with
+ * `details: [{resource: feature, limit: 0, current: 0}]` and a message naming the plans that have it, when the
+ * organization's plan does not.
+ */
+export function assertPlanFeature(
+  organization: Pick<OrganizationPlan, 'plan'>,
+  feature: PlanFeatureFlag,
+): void {
+  if (PLANS[organization.plan].features[feature] === true) return;
+  const withIt = PLAN_IDS.filter((id) => PLANS[id].features[feature] === true).map((id) => PLANS[id].name);
+  throw planLimitExceeded(
+    `${FEATURE_LABELS[feature]} needs the ${withIt.join(' or ')} plan: upgrade with PUT /v1/billing/subscription ` +
+      '(the plans: GET /v1/billing/plans)',
+    { resource: feature, limit: 0, current: 0 },
+  );
 }
 
 /**

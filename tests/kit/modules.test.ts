@@ -9,12 +9,16 @@ import { sharedServer } from '../support/server.js';
 describe('module manifests (docs/adding-a-module.md)', () => {
   const registry = buildRegistry(modules);
 
-  it('every module with a router is routed under its name in server/router.ts, and nothing else is', () => {
+  it('every module with a router is routed under its name in server/router.ts (its further routers under theirs), and nothing else is', () => {
     const routed = appRouter._def.record as Record<string, unknown>;
     const withRouter = modules.filter((m) => m.router);
     for (const m of withRouter)
       expect(routed[m.name], `module ${m.name}`).to.deep.equal(m.router!._def.record);
-    expect(Object.keys(routed).sort()).to.deep.equal(withRouter.map((m) => m.name).sort());
+    const further = modules.flatMap((m) => Object.entries(m.routers ?? {}));
+    for (const [key, r] of further) expect(routed[key], `router ${key}`).to.deep.equal(r._def.record);
+    expect(Object.keys(routed).sort()).to.deep.equal(
+      [...withRouter.map((m) => m.name), ...further.map(([key]) => key)].sort(),
+    );
   });
 
   it('every event of the catalogue is declared by exactly one module (with its payload schema)', () => {

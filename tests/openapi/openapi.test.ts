@@ -204,7 +204,7 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('declares webhook URLs as URIs and bounds every path id', () => {
+  it('declares webhook URLs as URIs and bounds every path parameter (ids: 64 characters; domains: 253)', () => {
     const body = (path: string, method: string) =>
       doc.paths[path][method].requestBody.content['application/json'].schema.properties;
     expect(body('/webhooks', 'post').url).to.include({ format: 'uri', maxLength: 2048 });
@@ -213,7 +213,8 @@ describe('OpenAPI document', () => {
     for (const { path, method, op } of operations(doc)) {
       for (const param of (op.parameters ?? []) as Json[]) {
         if (param.in !== 'path') continue;
-        expect(param.schema, `${method} ${path} ${param.name}`).to.include({ minLength: 1, maxLength: 64 });
+        const maxLength = param.name === 'domain' ? 253 : 64;
+        expect(param.schema, `${method} ${path} ${param.name}`).to.include({ minLength: 1, maxLength });
       }
     }
   });

@@ -36,6 +36,7 @@ import { WebhookDelivery } from '../../server/modules/webhooks/webhook-delivery.
 import { Webhook } from '../../server/modules/webhooks/webhook.entity.js';
 import { apiKeysSecurityFixtures } from '../modules/api-keys/api-keys.security-fixtures.js';
 import { hostingSecurityFixtures } from '../modules/hosting/hosting.security-fixtures.js';
+import { ssoConnectionsSecurityFixtures } from '../modules/auth/sso-connections.security-fixtures.js';
 
 export interface FixtureContext {
   s: TestServer;
@@ -59,6 +60,8 @@ export const PUBLIC_PROCEDURES: Record<string, string> = {
   'auth.twoFactor.verify': 'completes a sign-in: the challenge token stands for the password',
   'auth.password.requestReset': 'a forgotten password: the mailed link stands for it',
   'auth.password.confirmReset': 'a forgotten password: the mailed token stands for it',
+  'sso.start': 'starts a single sign-on: the identity provider authenticates the person',
+  'sso.token': 'completes a single sign-on: the one-time code stands for the identity provider’s sign-in',
 };
 
 /** The login session (`sid`) of an access token. */
@@ -124,6 +127,7 @@ export const securityFixtures: Record<string, SecurityFixture> = {
   ...databasesSecurityFixtures,
   ...billingSecurityFixtures,
   ...apiKeysSecurityFixtures,
+  ...ssoConnectionsSecurityFixtures,
 };
 
 async function otherOrgConnection(s: TestServer, other: TestUser): Promise<string> {

@@ -164,7 +164,8 @@ export function defineSecurityTable(): void {
     let owner: TestUser;
     before(async function () {
       s = await sharedServer();
-      owner = await createOrg(s.deps);
+      // On Enterprise, so that no plan stands before the checks (402 on SSO's paths below it).
+      owner = await createOrg(s.deps, { plan: 'enterprise' });
     });
 
     it('lists only existing public procedures, and fixtures only for existing procedures', () => {

@@ -37,7 +37,8 @@ export const organizationRouter = router({
         path: '/organization',
         tags,
         summary: 'Rename the organization',
-        description: 'Owner and admin. Changes the organization’s `name`.',
+        description:
+          'Owner and admin. Changes the organization’s `name`; emits `organization.updated` when it changes.',
       },
     })
     .input(ZUpdateOrganizationInput)
@@ -54,7 +55,7 @@ export const organizationRouter = router({
         description:
           'Owner only, with the owner’s `password`. In one transaction the named user, an `active` admin, becomes ' +
           'the owner and the caller an admin; each gets the default permissions of the new role, and ' +
-          '`user.updated` is emitted for both. Applies from each user’s next request. A user of the organization ' +
+          '`user.updated` is emitted for both, then `organization.updated`. Applies from each user’s next request. A user of the organization ' +
           'who is not an active admin → 409; an unknown id or another organization’s user → 404; a wrong password ' +
           '→ 401 `INVALID_CREDENTIALS`, counted by the login throttle of the owner’s email and address (after 10 ' +
           'failures, 429 `TOO_MANY_LOGIN_ATTEMPTS` for 15 minutes, even with the right password).',

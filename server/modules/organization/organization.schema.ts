@@ -1,19 +1,9 @@
 import { z } from 'zod';
-import { PLAN_IDS } from '../../lib/plans.js';
+import { ZOrganization, type TOrganization } from '../../access/organization.dto.js';
 import { okResponse, ZPassword, zPathId } from '../../lib/schema.js';
 
-/** The organization as the API shows it (docs/organization.md, "The organization"). */
-export const ZOrganization = z
-  .object({
-    id: z.string().describe('Organization id, `org_…`'),
-    name: z.string().describe('Display name'),
-    plan: z.enum(PLAN_IDS).describe('The plan of the subscription'),
-    owner_id: z.string().describe('The owner, `usr_…` (one per organization)'),
-    users_count: z.number().int().describe('Users of the organization: invited, active and suspended'),
-    created_at: z.string().describe('When the organization was created'),
-  })
-  .describe('An organization');
-export type TOrganization = z.infer<typeof ZOrganization>;
+// The organization as the API shows it, also the `data.object` of `organization.updated` (server/access/).
+export { ZOrganization, type TOrganization };
 
 export const ZOrganizationOutput = okResponse({ organization: ZOrganization });
 export type TOrganizationOutput = z.infer<typeof ZOrganizationOutput>;

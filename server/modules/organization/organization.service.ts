@@ -2,6 +2,7 @@ import { repositoryOf } from '../../kit/runtime.js';
 import type { Organization } from '../../access/organization.entity.js';
 import { initialPermissions } from '../../access/permissions.js';
 import { loadUserDetail } from '../../access/user.dto.js';
+import { organizationUpdated } from '../../access/organization.events.js';
 import { userUpdated } from '../../access/user.events.js';
 import type { Em } from '../../db/orm.js';
 import { conflict, forbidden, notFound, validation } from '../../lib/errors.js';
@@ -59,7 +60,7 @@ export async function getOrganization(ctx: ActorContext): Promise<TOrganizationO
   return { success: true, organization: await organizationView(repository, ctx.em, org) };
 }
 
-/** `PUT /organization {name}`: owner and admin. */
+/** `PUT /organization {name}`: owner and admin; `organization.updated` when the name changes. */
 export async function updateOrganization(
   ctx: ActorContext,
   input: TUpdateOrganizationInput,
@@ -67,11 +68,12 @@ export async function updateOrganization(
   const repository = repositoryOf(ctx.deps, 'organization');
   const organization = await repository.transaction(ctx.em, async (tx) => {
     const org = await findOrganization(repository, tx, ctx.actor.organizationId, true);
-    if (org.name !== input.name) {
-      org.name = input.name;
-      await repository.flush(tx);
-    }
-    return organizationView(repository, tx, org);
+    if (org.name === input.name) return organizationView(repository, tx, org);
+    org.name = input.name;
+    await repository.flush(tx);
+    const view = await organizationView(repository, tx, org);
+    repository.recordEvent(tx, organizationUpdated, view, org.id, ctx.deps.clock.now());
+    return view;
   });
   return { success: true, organization };
 }
@@ -79,7 +81,7 @@ export async function updateOrganization(
 /**
  * `POST /organization/transfer-ownership {user_id, password}` (owner): the named active admin becomes the owner and
  * the caller an admin, in one transaction under the organization's lock; each gets the permission set of the new
- * role, and `user.updated` is recorded for both.
+ * role, and `user.updated` is recorded for both, then `organization.updated` (its `owner_id` changed).
  */
 export async function transferOwnership(
   ctx: ActorContext,
@@ -112,7 +114,9 @@ export async function transferOwnership(
     const registry = ctx.deps.registry.ownedResources;
     repository.recordEvent(tx, userUpdated, await loadUserDetail(tx, registry, next, now), org.id, now);
     repository.recordEvent(tx, userUpdated, await loadUserDetail(tx, registry, owner, now), org.id, now);
-    return organizationView(repository, tx, org);
+    const view = await organizationView(repository, tx, org);
+    repository.recordEvent(tx, organizationUpdated, view, org.id, now);
+    return view;
   });
   return {
     success: true,
