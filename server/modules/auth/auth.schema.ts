@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SESSION_METHODS } from '../../access/session.entity.js';
 import { ZUserSummary } from '../../access/user.dto.js';
 import { okResponse, ZEmail, ZNewPassword, ZPassword, zPathId } from '../../lib/schema.js';
 
@@ -137,6 +138,9 @@ export const ZLoginSession = z
     ip: z.string().nullable().describe('Address it signed in from'),
     user_agent: z.string().nullable().describe('User agent it signed in with'),
     current: z.boolean().describe('Whether it is the session of the access token of this request'),
+    method: z
+      .enum(SESSION_METHODS)
+      .describe('How it signed in: `password` (with or without a two-factor code) or `sso` (docs/sso.md)'),
   })
   .meta({ id: 'LoginSession' });
 export type TLoginSession = z.infer<typeof ZLoginSession>;

@@ -19,6 +19,7 @@ function toSessionDto(s: LoginSession, currentId: string): TLoginSession {
     ip: s.ip ?? null,
     user_agent: s.userAgent ?? null,
     current: s.id === currentId,
+    method: s.method,
   };
 }
 

@@ -177,6 +177,7 @@ describe('accounts and sessions (docs/accounts-and-sessions.md, "Accounts and se
         ip: '127.0.0.1',
         user_agent: 'laptop-browser',
         current: true,
+        method: 'password',
       });
       expect(second).to.include({ id: sessionIdOf(owner.token), current: false });
 
