@@ -9,7 +9,7 @@ import {
 } from './auth.repository.js';
 import { authRouter } from './auth.router.js';
 import { ssoRouter } from './sso.router.js';
-import { samlHttpRoutes } from './sso-saml.routes.js';
+import { oidcHttpRoutes } from './sso-oidc.routes.js';
 import { Migration20261124000010_two_factor } from './migrations/Migration20261124000010_two_factor.js';
 import { Migration20261126000010_account_security } from './migrations/Migration20261126000010_account_security.js';
 import { PasswordResetToken } from './password-reset.entity.js';
@@ -76,7 +76,7 @@ export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
   ],
   jobs: [purgeExpiredSessionsJob, sendPasswordResetJob],
   // The IdPs' returns to the API (docs/sso.md, "Signing in"): no token, a redirect or a page.
-  httpRoutes: [...samlHttpRoutes],
+  httpRoutes: [...oidcHttpRoutes],
   // Its tables, named from the entities (auth.repository.ts).
   organizationRows: { remove: [...SSO_ORGANIZATION_ROWS, ...AUTH_ORGANIZATION_ROWS.remove] },
   notOwnedByUser: {

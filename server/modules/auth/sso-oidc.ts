@@ -152,7 +152,12 @@ function guardedFetch(policy: AddressPolicy, timeoutMs: number): oidc.CustomFetc
           }
           const status = res.statusCode ?? 502;
           const body = status === 204 || status === 304 ? null : Buffer.concat(chunks);
-          resolve(new Response(body, { status, headers }));
+          try {
+            resolve(new Response(body, { status, headers }));
+          } catch (err) {
+            // A status the Fetch API cannot represent (below 200 or above 599).
+            reject(err instanceof Error ? err : new Error(String(err)));
+          }
         });
       });
       if (options.body === undefined || options.body === null) req.end();
