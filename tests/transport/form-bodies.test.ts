@@ -9,7 +9,8 @@ import { rawRequest } from './raw.js';
  * (a module route with `form: true`: the SAML ACS, docs/sso.md); every other route, REST, `/trpc` or a module's own,
  * answers 415 as for any body that is not JSON (docs/api-conventions.md, "Errors").
  */
-describe('form bodies (docs/api-conventions.md, "Errors"; docs/sso.md)', () => {
+describe('form bodies (docs/api-conventions.md, "Errors"; docs/sso.md)', function () {
+  this.timeout(60_000);
   let s: TestServer;
   before(async () => {
     s = await sharedServer();
@@ -29,6 +30,16 @@ describe('form bodies (docs/api-conventions.md, "Errors"; docs/sso.md)', () => {
       expectError(res, 'UNSUPPORTED_MEDIA_TYPE');
     });
   }
+
+  it('reads a form body on the SAML ACS (a form route): an unknown RelayState is its page, not a 415', async () => {
+    const res = await post(
+      '/v1/auth/sso/saml/acs',
+      'SAMLResponse=PHNhbWw%2BPC9zYW1sPg%3D%3D&RelayState=unknown',
+    );
+    expect(res.status, res.text).to.equal(400);
+    expect(String(res.headers['content-type'])).to.match(/^text\/html/);
+    expect(res.text).to.contain('SSO_STATE_INVALID');
+  });
 
   it('refuses a form body with a charset other than UTF-8 with 415, as a JSON one', async () => {
     const res = await post('/v1/auth/login', 'a=b', {

@@ -16,6 +16,7 @@ import { SSO_FAILURE_STATUS, SsoFailure } from './sso-errors.js';
 import type { SsoConnection, SsoSignIn } from './sso.entity.js';
 import { oidcAuthorizationUrl, randomCodeVerifier, randomNonce } from './sso-oidc.js';
 import { samlAuthorizeUrl } from './sso-saml.js';
+import { ssoServiceProvider } from './sso.dto.js';
 import { ssoRepositoryOf } from './sso.repository.js';
 import type { TSsoStartInput, TSsoStartOutput, TSsoTokenInput } from './sso-sign-in.schema.js';
 
@@ -44,19 +45,6 @@ const INVALID_CODE = () =>
 
 /** The domain of an address: what follows its last `@`, lower-cased. */
 export const emailDomainOf = (email: string) => email.slice(email.lastIndexOf('@') + 1).toLowerCase();
-
-/**
- * This API's side of a sign-in (docs/sso.md, "The values the IdP needs"): the OIDC redirect URI, the SAML ACS and the
- * SP entity id (the audience) of the organization, under `PUBLIC_BASE_URL`.
- */
-function serviceProviderOf(deps: AppDeps, organizationId: string) {
-  const base = deps.config.publicBaseUrl;
-  return {
-    redirectUri: `${base}/v1/auth/sso/oidc/callback`,
-    acsUrl: `${base}/v1/auth/sso/saml/acs`,
-    entityId: `${base}/v1/auth/sso/saml/metadata/${organizationId}`,
-  };
-}
 
 // ---------- return_to ----------
 
@@ -106,7 +94,7 @@ export async function startSso(ctx: RequestContext, input: TSsoStartInput): Prom
   // In the audit log of the organization, as its user of that address when it has one (an unknown one names no one).
   const account = await authRepositoryOf(ctx.deps).findSignInAccount(ctx.em, input.email);
   if (account && account.organization.id === organizationId) noteAuditActor(auditActor(account));
-  const sp = serviceProviderOf(ctx.deps, organizationId);
+  const sp = ssoServiceProvider(ctx.deps.config.publicBaseUrl, organizationId);
   const state = randomToken('', 256);
   let authorizationUrl: string;
   let checks: { nonce: string | null; codeVerifier: string | null; requestId: string | null };
