@@ -66,7 +66,13 @@ async function acs(deps: AppDeps, body: unknown): Promise<SsoAnswer> {
       { assertion: { id: identity.assertionId, notOnOrAfter: identity.notOnOrAfter } },
     );
   } catch (err) {
-    if (err instanceof SsoFailure) return ssoFailureAnswer(returnTo, err);
+    if (err instanceof SsoFailure) {
+      // What the IdP sent did not check out: for the operator, who sees why (the browser gets the message too).
+      if (err.code === 'SSO_IDP_ERROR' || err.code === 'SSO_ASSERTION_INVALID') {
+        deps.log.warn({ err: err.cause ?? err, code: err.code }, 'single sign-on: SAML response refused');
+      }
+      return ssoFailureAnswer(returnTo, err);
+    }
     throw err;
   }
 }
