@@ -43,13 +43,22 @@ const domainTaken = (domain: string, path: string) =>
     { path, message: 'Already verified by another organization' },
   ]);
 
-/** Whether `err` is the unique index of verified domains refusing a second organization's verification. */
-function isVerifiedDomainClash(err: unknown): boolean {
+/** Whether `err` is the unique index `index` refusing a row. */
+function isUniqueClash(err: unknown, index: string): boolean {
   const e = err as { code?: unknown; constraint?: unknown; message?: unknown } | null;
   if (!e) return false;
   const unique = err instanceof UniqueConstraintViolationException || e.code === '23505';
-  return unique && /sso_domains_verified_domain_unique/.test(`${String(e.constraint)} ${String(e.message)}`);
+  return unique && `${String(e.constraint)} ${String(e.message)}`.includes(index);
 }
+/** A second organization's verification of a verified domain. */
+const isVerifiedDomainClash = (err: unknown) => isUniqueClash(err, 'sso_domains_verified_domain_unique');
+/**
+ * Two first PUTs of one organization at once: both found no connection and one insert lost (the first committed),
+ * or both added the same new domain. Running the change again applies it over the other's.
+ */
+const isConcurrentSetClash = (err: unknown) =>
+  isUniqueClash(err, 'sso_connections_organization_id_unique') ||
+  isUniqueClash(err, 'sso_domains_organization_id_domain_unique');
 
 async function ssoOutput(
   ctx: Pick<ActorContext, 'deps' | 'actor'>,
@@ -160,48 +169,55 @@ export async function setSso(ctx: ActorContext, input: TSetSsoInput): Promise<TS
       ? encryptSecret(deps.keys.secrets, wanted.client_secret)
       : undefined;
   const domains = wanted.domains;
-  return repository.transaction(ctx.em, async (tx) => {
-    const org = await lockEnterpriseOrganization(ctx, tx);
-    const now = deps.clock.now();
-    let c = await repository.findConnection(tx, org.id, { lock: true, withSecret: true });
-    const clientSecret =
-      wanted.protocol !== 'oidc' ? null : (secret ?? (c?.protocol === 'oidc' ? c.clientSecret : null));
-    if (wanted.protocol === 'oidc' && !clientSecret) throw secretRequired();
-    if (domains) {
-      for (const [i, domain] of domains.entries()) {
-        if (await repository.domainVerifiedElsewhere(tx, domain, org.id))
-          throw domainTaken(domain, `domains.${i}`);
+  const change = () =>
+    repository.transaction(ctx.em, async (tx) => {
+      const org = await lockEnterpriseOrganization(ctx, tx);
+      const now = deps.clock.now();
+      let c = await repository.findConnection(tx, org.id, { lock: true, withSecret: true });
+      const clientSecret =
+        wanted.protocol !== 'oidc' ? null : (secret ?? (c?.protocol === 'oidc' ? c.clientSecret : null));
+      if (wanted.protocol === 'oidc' && !clientSecret) throw secretRequired();
+      if (domains) {
+        for (const [i, domain] of domains.entries()) {
+          if (await repository.domainVerifiedElsewhere(tx, domain, org.id))
+            throw domainTaken(domain, `domains.${i}`);
+        }
       }
-    }
-    if (!c) {
-      c = repository.createConnection(tx, {
-        id: newId('sso'),
-        now,
-        organizationId: org.id,
-        protocol: wanted.protocol,
-        ...idp,
-        clientSecret: clientSecret ?? null,
-        defaultRole: wanted.default_role ?? 'member',
-        enforced: wanted.enforced ?? false,
-      });
-    } else {
-      c.protocol = wanted.protocol;
-      c.issuer = idp.issuer;
-      c.clientId = idp.clientId;
-      c.clientSecret = clientSecret ?? null;
-      c.idpEntityId = idp.idpEntityId;
-      c.idpSsoUrl = idp.idpSsoUrl;
-      c.idpCertificate = idp.idpCertificate;
-      if (wanted.default_role !== undefined) c.defaultRole = wanted.default_role;
-      if (wanted.enforced !== undefined) c.enforced = wanted.enforced;
-      c.updatedAt = now;
-      repository.saveConnection(tx, c);
-    }
-    await repository.flush(tx);
-    if (domains) await repository.replaceDomains(tx, org.id, domains, now, newVerificationToken);
-    await recordOrganizationUpdated(repository, tx, org, now);
-    return ssoOutput(ctx, tx, repository, c);
-  });
+      if (!c) {
+        c = repository.createConnection(tx, {
+          id: newId('sso'),
+          now,
+          organizationId: org.id,
+          protocol: wanted.protocol,
+          ...idp,
+          clientSecret: clientSecret ?? null,
+          defaultRole: wanted.default_role ?? 'member',
+          enforced: wanted.enforced ?? false,
+        });
+      } else {
+        c.protocol = wanted.protocol;
+        c.issuer = idp.issuer;
+        c.clientId = idp.clientId;
+        c.clientSecret = clientSecret ?? null;
+        c.idpEntityId = idp.idpEntityId;
+        c.idpSsoUrl = idp.idpSsoUrl;
+        c.idpCertificate = idp.idpCertificate;
+        if (wanted.default_role !== undefined) c.defaultRole = wanted.default_role;
+        if (wanted.enforced !== undefined) c.enforced = wanted.enforced;
+        c.updatedAt = now;
+        repository.saveConnection(tx, c);
+      }
+      await repository.flush(tx);
+      if (domains) await repository.replaceDomains(tx, org.id, domains, now, newVerificationToken);
+      await recordOrganizationUpdated(repository, tx, org, now);
+      return ssoOutput(ctx, tx, repository, c);
+    });
+  try {
+    return await change();
+  } catch (err) {
+    if (!isConcurrentSetClash(err)) throw err;
+    return change();
+  }
 }
 
 /** `DELETE /organization/sso` (owner): the connection and its domains go; enforcement ends with them. */

@@ -299,6 +299,25 @@ describe('SSO connections: PUT, GET, DELETE /v1/organization/sso and domain veri
       expect(await storedRow(owner.organizationId)).to.equal(undefined);
       expect(await events(owner.organizationId)).to.have.length(0);
     });
+    it('applies two first PUTs at once one after the other: one connection, no error', async () => {
+      const owner = await enterprise();
+      const domain = uniqueDomain('race');
+      const [one, two] = await Promise.all([
+        put(owner.token, oidc({ client_id: 'first', domains: [domain] })),
+        put(owner.token, oidc({ client_id: 'second', domains: [domain] })),
+      ]);
+      expect([one.status, two.status], `${one.text} ${two.text}`).to.deep.equal([200, 200]);
+      const read = await get(owner.token);
+      expect(read.body.sso.client_id).to.be.oneOf(['first', 'second']);
+      expect(read.body.sso.domains).to.have.length(1);
+      const [{ n }] = await s.deps.db.orm.em
+        .fork()
+        .execute<{ n: number }[]>(
+          'select count(*)::int as n from sso_connections where organization_id = ?',
+          [owner.organizationId],
+        );
+      expect(n).to.equal(1);
+    });
   });
 
   describe('SAML', () => {
