@@ -258,6 +258,22 @@ describe('SSO SAML sign-in (HTTP)', function () {
       expect(await rows(email)).to.deep.equal(before);
     });
 
+    it('refuses a response with a DOCTYPE (entity expansion): SSO_ASSERTION_INVALID', async () => {
+      const email = `bomb-${randomBytes(3).toString('hex')}@${domain}`;
+      const before = await rows(email);
+      const request = await start(email);
+      const lol = '<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>';
+      const xml = idp
+        .responseXml(request, spEntityId, { email })
+        .replace('<saml:Issuer>', '<saml:Issuer>&b;');
+      const acs = await postAcs({
+        SAMLResponse: Buffer.from(`${lol}${xml}`).toString('base64'),
+        RelayState: request.relayState!,
+      });
+      expect(landed(acs).get('error')).to.equal('SSO_ASSERTION_INVALID');
+      expect(await rows(email)).to.deep.equal({ ...before, users: 0 });
+    });
+
     it('passes on an error status of the IdP: SSO_IDP_ERROR', async () => {
       const email = `denied-${randomBytes(3).toString('hex')}@${domain}`;
       const before = await rows(email);
