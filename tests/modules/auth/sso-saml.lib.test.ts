@@ -160,6 +160,15 @@ describe('SSO SAML library', function () {
     });
   });
 
+  it('keeps the query of an IdP sign-on URL that has one (Google Workspace: idpid)', async () => {
+    const google = { ...cfg, idpSsoUrl: 'https://accounts.google.com/o/saml2/idp?idpid=C0abc123' };
+    const { url, requestId } = await samlAuthorizeUrl(google, { relayState: 'relay-3' });
+    const u = new URL(url);
+    expect(`${u.origin}${u.pathname}`).to.equal('https://accounts.google.com/o/saml2/idp');
+    expect(u.searchParams.get('idpid')).to.equal('C0abc123');
+    expect(parseRedirectRequest(url)).to.include({ id: requestId, relayState: 'relay-3' });
+  });
+
   describe('samlValidate', () => {
     it('accepts a signed assertion: email from the NameID, name from the attributes, ID and expiry', async () => {
       const until = new Date(Date.now() + 120_000);
