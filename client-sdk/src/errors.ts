@@ -82,7 +82,10 @@ export class AuthenticationError extends PlatformApiError {}
 export class PlanLimitError extends PlatformApiError {}
 /** 402 `PAYMENT_FAILED`: a charge the request needed was declined; nothing changed. */
 export class PaymentFailedError extends PlatformApiError {}
-/** 403 `FORBIDDEN`, `HTTPS_REQUIRED`. */
+/**
+ * 403 `FORBIDDEN`, `HTTPS_REQUIRED`; `SSO_REQUIRED`: the organization signs its users in through its identity provider
+ * only (sign in with `loginWithSsoCode` after `POST /auth/sso/start`).
+ */
 export class PermissionError extends PlatformApiError {}
 /** 404 `NOT_FOUND`: unknown id, or a resource that is not yours. */
 export class NotFoundError extends PlatformApiError {}

@@ -119,6 +119,11 @@ export interface ClientHelpers {
   login: (email: string, password: string, options?: LoginOptions) => Promise<LoginResult>;
   /** `auth.twoFactor.verify` with the challenge of a login, then stores the token pair. */
   verifyTwoFactor: (challengeToken: string, factor: SecondFactor) => Promise<LoginResult>;
+  /**
+   * `sso.token` with the one-time code a single sign-on ended with (the `?code=` sent to `return_to` of
+   * `sso.start`, good once for 60 seconds), then stores the token pair (and passes it to `onTokens`), as `login` does.
+   */
+  loginWithSsoCode: (code: string) => Promise<LoginResult>;
   /** `auth.logout` (revokes the token and its refresh token), then forgets the stored pair. */
   logout: () => Promise<RouterOutputs['auth']['logout']>;
   /** Replaces the stored pair (for tokens obtained elsewhere, e.g. `auth.register`); `null` forgets it. */
@@ -404,6 +409,11 @@ export function createClient(options: ClientOptions): PlatformClient {
         challenge_token: challengeToken,
         ...factor,
       });
+      await session.issued({ token: res.token, refreshToken: res.refresh_token, expiresIn: res.expires_in });
+      return res;
+    },
+    async loginWithSsoCode(code) {
+      const res = await transport.anonymous<LoginResult>('sso.token', { code });
       await session.issued({ token: res.token, refreshToken: res.refresh_token, expiresIn: res.expires_in });
       return res;
     },

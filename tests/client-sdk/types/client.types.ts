@@ -30,6 +30,17 @@ export async function correctUse(client: PlatformClient): Promise<void> {
   const viaProcedure = await client.auth.login.mutate({ email: 'ada@example.com', password: 'pw' });
   is<RouterOutputs['auth']['login']>()(viaProcedure);
 
+  // Single sign-on: the IdP's address, then the one-time code it came back with for the login body.
+  const started = await client.sso.start.mutate({
+    email: 'ada@acme.com',
+    return_to: 'http://127.0.0.1:53682/callback',
+  });
+  is<string>()(started.authorization_url);
+  const viaSso = await client.loginWithSsoCode('ssoc_abc');
+  is<RouterOutputs['sso']['token']>()(viaSso);
+  is<'Bearer'>()(viaSso.token_type);
+  is<'owner' | 'admin' | 'member'>()(viaSso.user.role);
+
   const me = await client.auth.me.query();
   is<string>()(me.user.email);
   is<string | null>()(me.user.last_login);
@@ -123,6 +134,10 @@ export async function misuse(client: PlatformClient): Promise<void> {
   // Helpers are typed too.
   // @ts-expect-error -- login takes an email and a password
   await client.login('ada@example.com');
+  // @ts-expect-error -- loginWithSsoCode takes the code itself, not an object
+  await client.loginWithSsoCode({ code: 'ssoc_abc' });
+  // @ts-expect-error -- a login with a code has no two-factor step: its body is never a challenge
+  void (await client.loginWithSsoCode('ssoc_abc')).challenge_token;
   // @ts-expect-error -- setTokens takes the SDK's camelCase pair
   client.setTokens({ refresh_token: 'rt_x' });
   // @ts-expect-error -- baseUrl is required
