@@ -95,6 +95,8 @@ function hintFor(error: PlatformApiError, context: ErrorContext): string | undef
       return context.command?.[0] === 'login'
         ? 'check the email and the password; forgotten it? `cloud password reset --email <email>`'
         : 'check what you typed (password, code or token) and run the command again';
+    case 'SSO_REQUIRED':
+      return 'your organization signs you in through its identity provider: `cloud login --sso <email>`';
     case 'FORBIDDEN':
       if (key) return apiKeyHint(error, key);
       return 'your role does not allow this: ask an owner or an admin of the organization (`cloud users list` shows them)';

@@ -5,6 +5,7 @@ import audit from './audit.js';
 import auth from './auth.js';
 import billing from './billing.js';
 import databases from './databases.js';
+import domains from './sso.js';
 import organization from './organization.js';
 import sites from './sites.js';
 import users from './users.js';
@@ -27,4 +28,5 @@ export const commandGroups: readonly CommandGroup[] = [
   apiKeys,
   audit,
   organization,
+  domains,
 ];

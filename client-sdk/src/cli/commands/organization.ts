@@ -3,6 +3,7 @@ import { defineCommandGroup, documented } from '../command-group.js';
 import { credentialsFile, loadCredentials, removeCredentials } from '../credentials.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { ask, fields } from '../output.js';
+import { registerOrganizationSso } from './sso.js';
 
 type Organization = RouterOutputs['organization']['get']['organization'];
 
@@ -27,7 +28,7 @@ export default defineCommandGroup({
   register(program, cli) {
     const organization = program
       .command('organization')
-      .description('your organization: its name, its owner, and deleting it');
+      .description('your organization: its name, its owner, its single sign-on, and deleting it');
 
     documented(organization.command('show'), {
       calls: ['organizationGet'],
@@ -66,6 +67,8 @@ export default defineCommandGroup({
           () => `${res.organization.owner_id} now owns ${res.organization.name}; you are an admin of it.`,
         );
       });
+
+    registerOrganizationSso(organization, cli);
 
     documented(organization.command('delete'), {
       calls: ['organizationGet', 'organizationDelete'],
