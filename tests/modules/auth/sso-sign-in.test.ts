@@ -281,6 +281,26 @@ describe('single sign-on: start, the IdP’s identity, token (docs/sso.md, "Sign
       expect(created).to.have.length(1);
     });
 
+    it('makes one user of two first sign-ins of one address at the same moment', async () => {
+      const org = await enterprise();
+      const email = `twin@${org.domain}`;
+      const [a, b] = await Promise.all([signInOf(org), signInOf(org)]);
+      const answers = await Promise.all([
+        finishSignIn(s.deps, a, { email }),
+        finishSignIn(s.deps, b, { email }),
+      ]);
+      const [first, second] = await Promise.all(
+        answers.map((x) => exchangeSsoCode(ctx(), { code: codeOfPage(x) })),
+      );
+      expect(second!.user.id).to.equal(first!.user.id);
+      expect(await query('select 1 from users where email = ?', [email])).to.have.length(1);
+      const created = await query(
+        `select 1 from events where organization_id = ? and type = 'user.created' and data->'object'->>'id' = ?`,
+        [org.organizationId, first!.user.id],
+      );
+      expect(created).to.have.length(1);
+    });
+
     it('signs an existing user in with their role, and an invited one becomes active with the invited role', async () => {
       const org = await enterprise();
       const member = await createUser(s.deps, org.organizationId, { role: 'admin' });
