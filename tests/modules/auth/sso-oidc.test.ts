@@ -226,6 +226,19 @@ describe('SSO through OpenID Connect, end to end (docs/sso.md)', function () {
       );
     });
 
+    it('activates an invited user of the organization, with the role of the invitation', async () => {
+      const { owner, domain } = await configured();
+      const invited = await createUser(s.deps, owner.organizationId, { role: 'admin' });
+      const email = `invited@${domain}`;
+      await s.deps.db.orm.em.fork().nativeUpdate(User, { id: invited.id }, { email, status: 'invited' });
+      const result = await signIn(email, { email, email_verified: true });
+      const token = await api('POST', '/auth/sso/token', { body: { code: result.params.get('code') } });
+      expect(token.status, token.text).to.equal(200);
+      expect(token.body.user).to.include({ id: invited.id, role: 'admin' });
+      const user = await s.deps.db.orm.em.fork().findOneOrFail(User, { id: invited.id });
+      expect(user.status).to.equal('active');
+    });
+
     it('signs in an existing user of the organization with its own role', async () => {
       const { owner, domain } = await configured();
       const existing = await createUser(s.deps, owner.organizationId, { role: 'admin' });
@@ -325,6 +338,15 @@ describe('SSO through OpenID Connect, end to end (docs/sso.md)', function () {
       });
     });
 
+    it('a user the organization removed: SSO_USER_DISABLED', async () => {
+      await refusedWith('SSO_USER_DISABLED', async ({ owner, domain }) => {
+        const u = await createUser(s.deps, owner.organizationId);
+        const email = `removed@${domain}`;
+        await s.deps.db.orm.em.fork().nativeUpdate(User, { id: u.id }, { email, deletedAt: new Date() });
+        return { startEmail: email, claims: { email, email_verified: true } };
+      });
+    });
+
     it('the person cancels at the provider (error=access_denied): SSO_IDP_ERROR', async () => {
       const org = await configured();
       const before = await footprint(org.owner.organizationId);
@@ -365,6 +387,29 @@ describe('SSO through OpenID Connect, end to end (docs/sso.md)', function () {
       expect(replay.body).to.include('SSO_STATE_INVALID');
       expect(idp.tokenRequests).to.equal(tokensBefore);
       expect(await footprint(org.owner.organizationId)).to.deep.equal(middle);
+    });
+
+    it('one state followed twice at once: one sign-in, the other SSO_STATE_INVALID', async () => {
+      const org = await configured();
+      const email = `race@${org.domain}`;
+      const account = idp.addAccount({ email, email_verified: true });
+      const callback = await idp.authorize(await start(email), account);
+      const before = await footprint(org.owner.organizationId);
+      const answers = await Promise.all([
+        idp.followCallback(callback, s.baseUrl),
+        idp.followCallback(callback, s.baseUrl),
+      ]);
+      const codes = answers.filter((a) => a.status === 302 && new URL(a.location!).searchParams.get('code'));
+      const refused = answers.filter((a) => a.status === 400 && a.body.includes('SSO_STATE_INVALID'));
+      expect(
+        codes,
+        answers.map((a) => `${a.status} ${a.location ?? a.body.slice(0, 80)}`).join(' | '),
+      ).to.have.length(1);
+      expect(refused).to.have.length(1);
+      const after = await footprint(org.owner.organizationId);
+      expect(after.codes).to.equal(before.codes + 1);
+      expect(after.users).to.have.length(before.users.length + 1);
+      expect(after.events.slice(before.events.length)).to.deep.equal(['user.created']);
     });
 
     it('a state older than 10 minutes: SSO_STATE_INVALID', async () => {
