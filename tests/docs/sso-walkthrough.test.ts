@@ -5,16 +5,18 @@ import { createOrg, type TestUser } from '../support/factories.js';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { http } from '../support/http.js';
 import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
+import { parseRedirectRequest, SamlTestIdp } from '../support/saml-idp.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { curlCommands, curlRequest, section, type CurlText } from './curl.js';
 import { fencedBlocks, read } from './markdown.js';
 
 /**
- * docs/sso.md, followed as written against a real OpenID Connect provider (tests/support/oidc-provider.ts) and a DNS
- * server of the test's own: the curl commands of "Set up, step by step" and "Signing in" are read from the guide and
- * sent as they are, with only the guide's example values replaced by the test's (the Keycloak issuer, the client id
- * and secret, the domain `example.com`, the code). A guide whose commands, paths or bodies drift from what the API
- * does fails here.
+ * docs/sso.md, followed as written against a real OpenID Connect provider (tests/support/oidc-provider.ts), a SAML
+ * IdP that signs its responses (tests/support/saml-idp.ts) and a DNS server of the test's own: the curl commands of
+ * "Set up, step by step", "Google Workspace" and "Signing in" are read from the guide and sent as they are, with only
+ * the guide's example values replaced by the test's (the Keycloak issuer, the client id and secret, the IdP metadata,
+ * the domain `example.com`, the code). A guide whose commands, paths or bodies drift from what the API does fails
+ * here.
  */
 
 type Json = Record<string, unknown>;
@@ -55,7 +57,7 @@ function keyPaths(value: unknown, prefix = ''): string[] {
   ]);
 }
 
-describe('docs/sso.md, step by step against a real OpenID Connect provider', function () {
+describe('docs/sso.md, step by step against a real OpenID Connect provider and a SAML IdP', function () {
   this.timeout(60_000);
   const guide = read(GUIDE);
   let dns: TestDnsServer;
@@ -65,13 +67,13 @@ describe('docs/sso.md, step by step against a real OpenID Connect provider', fun
   const domain = `sso-${randomBytes(5).toString('hex')}.example.test`;
 
   /** The guide's example values swapped for this test's, in a command's text. */
-  const ours = (command: CurlText, code = ''): CurlText => ({
+  const ours = (command: CurlText, code = '', ourDomain = domain): CurlText => ({
     line: command.line,
     text: command.text
       .replaceAll(EXAMPLE.issuer, provider.issuer)
       .replaceAll(EXAMPLE.clientId, JSON.stringify(provider.client.clientId))
       .replaceAll(EXAMPLE.clientSecret, provider.client.clientSecret)
-      .replaceAll(EXAMPLE.domain, domain)
+      .replaceAll(EXAMPLE.domain, ourDomain)
       .replaceAll(EXAMPLE.code, code),
   });
 
@@ -241,5 +243,67 @@ describe('docs/sso.md, step by step against a real OpenID Connect provider', fun
       `sso.token ${email} 200`,
       `auth.sso_break_glass ${owner.email} 200`,
     ]);
+  });
+  it('connects a SAML IdP with its metadata as "Google Workspace" shows, and signs a user in through the ACS', async () => {
+    const samlOwner = await createOrg(s.deps, { plan: 'enterprise' });
+    const samlDomain = `saml-${randomBytes(5).toString('hex')}.example.test`;
+    const base = `${s.baseUrl}/v1`;
+    const idp = new SamlTestIdp();
+    const vars = { BASE: base, TOKEN: samlOwner.token, METADATA: JSON.stringify(idp.metadataXml()) };
+    const google = curlCommands(section(guide, 'Google Workspace')).map((c) => ours(c, '', samlDomain));
+    expect(
+      google.map((c) => curlRequest(c, vars)).map((r) => `${r.method} ${r.url.slice(base.length)}`),
+    ).to.deep.equal(['PUT /organization/sso', 'GET /organization/sso']);
+    const [put, get] = google as [CurlText, CurlText];
+    const created = await send(put, vars);
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    expect(created.body.sso).to.deep.include({ protocol: 'saml', issuer: null, client_id: null });
+    expect((created.body.sso as Json).idp_entity_id).to.equal(idp.entityId);
+    expect((created.body.sso as Json).idp_sso_url).to.equal(idp.ssoUrl);
+
+    // The values the SAML app takes: ACS URL and entity ID.
+    const sso = (await send(get, vars)).body.sso as Json & {
+      domains: { verification: { record: { name: string; value: string } } }[];
+    };
+    expect(sso.acs_url).to.equal(`${PUBLIC_BASE_URL}/v1/auth/sso/saml/acs`);
+    expect(sso.entity_id).to.equal(
+      `${PUBLIC_BASE_URL}/v1/auth/sso/saml/metadata/${samlOwner.organizationId}`,
+    );
+    const metadata = await fetch(`${s.baseUrl}/v1/auth/sso/saml/metadata/${samlOwner.organizationId}`);
+    expect(metadata.status).to.equal(200);
+    const spMetadata = await metadata.text();
+    expect(spMetadata).to.include(String(sso.entity_id)).and.include(String(sso.acs_url));
+
+    // The record and the verification of "Set up, step by step", then "Signing in".
+    const { record } = sso.domains[0]!.verification;
+    dns.txt.set(record.name, [record.value]);
+    const verify = ours(curlCommands(section(guide, 'Set up, step by step'))[2]!, '', samlDomain);
+    expect((await send(verify, vars)).status).to.equal(200);
+    const [start, token] = curlCommands(section(guide, 'Signing in')) as [CurlText, CurlText];
+    const email = `grace@${samlDomain}`;
+    const started = await send(ours(start, '', samlDomain), { BASE: base });
+    expect(started.status, JSON.stringify(started.body)).to.equal(200);
+    const url = String(started.body.authorization_url);
+    expect(url.startsWith(`${idp.ssoUrl}?`), url).to.equal(true);
+    const request = parseRedirectRequest(url);
+    expect(request.acsUrl).to.equal(sso.acs_url);
+    expect(request.issuer).to.equal(sso.entity_id);
+
+    // The IdP posts the signed Response to the ACS (HTTP-POST binding), with the RelayState.
+    const acs = await fetch(`${s.baseUrl}/v1/auth/sso/saml/acs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        SAMLResponse: idp.response(request, String(sso.entity_id), { email }),
+        RelayState: request.relayState!,
+      }).toString(),
+      redirect: 'manual',
+    });
+    expect(acs.status, await acs.clone().text()).to.equal(302);
+    const code = new URL(acs.headers.get('location')!).searchParams.get('code');
+    expect(code).to.be.a('string').and.not.equal('');
+    const exchanged = await send(ours(token, code!, samlDomain), { BASE: base });
+    expect(exchanged.status, JSON.stringify(exchanged.body)).to.equal(200);
+    expect(exchanged.body.user).to.deep.include({ email, role: 'member' });
   });
 });
