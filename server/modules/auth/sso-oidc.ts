@@ -435,8 +435,8 @@ function stringClaim(claims: Record<string, unknown>, name: string): string | un
  * The browser's return from the identity provider (`currentUrl`, the callback URL with its query): the `state` must
  * be the sign-in's, the provider must not have answered an error, the code is exchanged (with the PKCE verifier)
  * and the ID token checked (signature by a key of the issuer's JWKS, `iss`, `aud`, `exp`, `nonce`). The email comes
- * from the ID token, or from the userinfo endpoint when the token does not carry it; it must be verified
- * (`email_verified: true`). Any failure is an {@link SsoFailure}.
+ * from the ID token, or from the userinfo endpoint when the token does not carry it (likewise `email_verified`, for
+ * the same address); it must be verified (`email_verified: true`). Any failure is an {@link SsoFailure}.
  */
 export async function oidcCallback(
   cfg: OidcClientConfig,
@@ -471,6 +471,12 @@ export async function oidcCallback(
       // Providers that keep the profile claims to userinfo (OpenID Connect Core, 5.4); its `sub` must match.
       const info = await oidc.fetchUserInfo(config, tokens.access_token, idToken.sub);
       claims = { ...info, sub: idToken.sub };
+    } else if (claims.email_verified === undefined && found.metadata.userinfo_endpoint) {
+      // The email without a word on its verification: userinfo may say it, for that same address.
+      const info = await oidc.fetchUserInfo(config, tokens.access_token, idToken.sub).catch(() => undefined);
+      if (info && stringClaim(info, 'email')?.toLowerCase() === stringClaim(claims, 'email')?.toLowerCase()) {
+        claims.email_verified = info.email_verified;
+      }
     }
   } catch (err) {
     throw callbackFailure(err);

@@ -223,6 +223,19 @@ describe('SSO through OpenID Connect: the client (docs/sso.md)', () => {
       }
     });
 
+    it('reads email_verified at the userinfo endpoint when the ID token carries the email alone', async () => {
+      idp.onIdToken = (t) => idp.resign(t, { email_verified: undefined });
+      const verified = await throughProvider({ email: 'v@example.com', email_verified: true });
+      expect(await oidcCallback(cfg, verified.callback, verified.expected)).to.include({
+        email: 'v@example.com',
+      });
+      const unverified = await throughProvider({ email: 'u@example.com', email_verified: false });
+      expectFailure(
+        await rejection(oidcCallback(cfg, unverified.callback, unverified.expected)),
+        'SSO_EMAIL_NOT_VERIFIED',
+      );
+    });
+
     it('refuses a state that is not the sign-in’s, before anything is exchanged', async () => {
       const { callback, expected } = await throughProvider({ email: 'a@example.com', email_verified: true });
       const before = idp.tokenRequests;
