@@ -16,7 +16,7 @@ import { rejection } from '../support/rejection.js';
 import { sharedServer, type TestServer } from '../support/server.js';
 
 /**
- * client-sdk/README.md, "Authentication": `loginWithSsoCode(code)` exchanges the one-time code of a single sign-on
+ * client-sdk/README.md, "Options": `loginWithSsoCode(code)` exchanges the one-time code of a single sign-on
  * (`sso.token`) and keeps the pair as `login()` does.
  */
 describe('client SDK: single sign-on', () => {
