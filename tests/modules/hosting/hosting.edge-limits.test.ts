@@ -3,7 +3,8 @@ import { expect } from 'chai';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import nodeHttp from 'node:http';
 import { join } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+// Node's performance, not the DOM's: the type declarations of @xmldom/xmldom bring the DOM library into the program.
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { ArtifactError, DirectoryArtifactStore } from '../../../server/modules/hosting/artifact-store.js';
 import { edgePort } from '../../../server/modules/hosting/hosting.module.js';
 import { createOrg, type TestUser } from '../../support/factories.js';
