@@ -7,6 +7,7 @@ import { sha256Hex } from '../../server/lib/crypto.js';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { createOrg, createUser, DEFAULT_PASSWORD, type TestUser } from '../support/factories.js';
 import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
+import { SamlTestIdp } from '../support/saml-idp.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 import { expectFailure, expectOk, json } from './support/cli-expect.js';
@@ -247,6 +248,64 @@ describe('cloud CLI: single sign-on (a subprocess against a live server and an O
       await guest.run(['login', '--email', member.email, '--password-stdin'], {
         input: `${DEFAULT_PASSWORD}\n`,
       }),
+    );
+  });
+
+  it('organization sso set with SAML: metadata from a file or the three fields from options; a mix of protocols is refused', async () => {
+    const owner = await createOrg(s.deps, { plan: 'enterprise' });
+    const term = await signIn(owner);
+    const idpSaml = new SamlTestIdp({ entityId: 'https://idp.cli.example.test/saml' });
+    const metadata = join(term.home, 'idp-metadata.xml');
+    writeFileSync(metadata, idpSaml.metadataXml());
+    const set = json(
+      expectOk(await term.run(['organization', 'sso', 'set', '--metadata-file', metadata, '--json'])),
+    );
+    expect(set.sso).to.include({
+      protocol: 'saml',
+      idp_entity_id: idpSaml.entityId,
+      idp_sso_url: idpSaml.ssoUrl,
+      issuer: null,
+    });
+    const shown = expectOk(await term.run(['organization', 'sso', 'show']));
+    expect(shown.stdout).to.match(/^protocol: +saml$/m);
+    expect(shown.stdout).to.match(new RegExp(`^acs url: +${PUBLIC_BASE_URL}/v1/auth/sso/saml/acs$`, 'm'));
+    expect(shown.stdout).to.contain(`entity id:       ${set.sso.entity_id}`);
+    expect(shown.stdout).to.contain(set.sso.idp_certificate_fingerprint);
+
+    const certificate = join(term.home, 'idp.pem');
+    writeFileSync(certificate, idpSaml.certificate);
+    const fields = json(
+      expectOk(
+        await term.run([
+          'organization',
+          'sso',
+          'set',
+          '--idp-entity-id',
+          'https://idp.cli.example.test/other',
+          '--idp-sso-url',
+          'https://idp.cli.example.test/sso2',
+          '--idp-certificate-file',
+          certificate,
+          '--default-role',
+          'admin',
+          '--json',
+        ]),
+      ),
+    );
+    expect(fields.sso).to.include({
+      idp_entity_id: 'https://idp.cli.example.test/other',
+      idp_sso_url: 'https://idp.cli.example.test/sso2',
+      default_role: 'admin',
+    });
+    expectFailure(
+      await term.run(['organization', 'sso', 'set', '--issuer', idp.issuer, '--metadata-file', metadata]),
+      2,
+      /^error: give the options of one protocol/,
+    );
+    expectFailure(
+      await term.run(['organization', 'sso', 'set', '--enforced']),
+      2,
+      /^error: a SAML connection needs --metadata-file/,
     );
   });
 });

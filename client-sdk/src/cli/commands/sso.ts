@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import type { Cli } from '../cli.js';
 import { defineCommandGroup, documented } from '../command-group.js';
 import { CliError, EXIT } from '../exit-codes.js';
-import { fields, readStdin, table } from '../output.js';
+import { ask, fields, readStdin, table } from '../output.js';
 
 /**
  * The organization's single sign-on (docs/sso.md): `cloud organization sso show|set|delete` and
@@ -83,7 +83,7 @@ function ssoFields(sso: Sso): string {
  * The body of `PUT /organization/sso` from the options; what they leave out of the protocol's required fields comes
  * from the current connection (`current`), so that `set --enforced` alone works on an OIDC connection.
  */
-async function setInput(cli: Cli, o: SetOptions, current: Sso | undefined): Promise<SetInput> {
+async function setInput(o: SetOptions, current: Sso | undefined): Promise<SetInput> {
   const saml = o.metadataFile ?? o.idpEntityId ?? o.idpSsoUrl ?? o.idpCertificateFile;
   const oidc = o.issuer ?? o.clientId ?? o.clientSecretStdin;
   if (saml !== undefined && oidc !== undefined) {
@@ -108,7 +108,15 @@ async function setInput(cli: Cli, o: SetOptions, current: Sso | undefined): Prom
       throw new CliError('an OIDC connection needs --issuer and --client-id', EXIT.USAGE);
     let secret: string | undefined;
     if (o.clientSecretStdin) secret = await readStdin();
-    else if (!same) secret = await cli.password(false, 'Client secret: ');
+    else if (!same) {
+      // A new OIDC connection needs its secret: asked without echo on a terminal, never on the command line.
+      if (!process.stdin.isTTY)
+        throw new CliError(
+          'no client secret: give it on standard input with --client-secret-stdin',
+          EXIT.USAGE,
+        );
+      secret = await ask('Client secret: ', { hidden: true });
+    }
     if (secret === '') throw new CliError('the client secret on standard input is empty', EXIT.USAGE);
     return {
       protocol,
@@ -202,7 +210,7 @@ export function registerOrganizationSso(organization: Command, cli: Cli): void {
     .action(async (o: SetOptions) => {
       if (o.protocol !== undefined && o.protocol !== 'oidc' && o.protocol !== 'saml')
         throw new CliError(`--protocol: oidc or saml, not ${String(o.protocol)}`, EXIT.USAGE);
-      const input = await setInput(cli, o, await currentConnection(cli));
+      const input = await setInput(o, await currentConnection(cli));
       const res = await cli.client().sso.set.mutate(input);
       cli.print(
         res,
