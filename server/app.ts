@@ -382,18 +382,25 @@ function registerRequestChecks(app: FastifyInstance, lifecycle: Lifecycle): void
   });
 }
 
-/** JSON bodies: UTF-8 only, and an absent or empty body is an empty object. */
-function registerJsonBodies(app: FastifyInstance): void {
+/** The parser of JSON bodies: UTF-8 only, and an absent or empty body is an empty object. */
+function jsonBodyParser(app: FastifyInstance) {
   // An absent or empty JSON body is an empty object (POST /auth/logout {} and a bare POST mean the same).
   const defaultJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
-    const bytes = body as Buffer;
+  return (req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) => {
     // Bytes that are not UTF-8 would be read as U+FFFD and stored changed: refused instead.
-    if (!isUtf8(bytes)) return done(invalidJson('Request body is not valid UTF-8'), undefined);
-    const text = bytes.toString('utf8');
+    if (!isUtf8(body)) return done(invalidJson('Request body is not valid UTF-8'), undefined);
+    const text = body.toString('utf8');
     if (text.trim() === '') return done(null, {});
     return defaultJson(req, text, done);
-  });
+  };
+}
+
+/** JSON bodies: UTF-8 only, and an absent or empty body is an empty object. */
+function registerJsonBodies(app: FastifyInstance): void {
+  const parseJson = jsonBodyParser(app);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) =>
+    parseJson(req, body as Buffer, done),
+  );
   // Body-carrying methods sent with no body and no Content-Type are treated as `{}` rather than refused.
   app.addHook('preValidation', async (req) => {
     if (
@@ -559,15 +566,42 @@ function registerDocs(app: FastifyInstance): void {
   app.route({ method: ['GET', 'HEAD'], url: '/docs/*', handler: serveDocs });
 }
 
-/** Modules' own HTTP routes (manifest `httpRoutes`). */
+/**
+ * Modules' own HTTP routes (manifest `httpRoutes`): under `/v1` (an invoice's page and PDF, opened through a signed
+ * link) or a prefix of their own (SCIM's `/scim/v2`), each answering its errors in the envelope or its own body.
+ */
 function registerModuleHttpRoutes(app: FastifyInstance, deps: AppDeps): void {
-  // Modules' public non-JSON routes under /v1 (an invoice's page and PDF, opened through a signed link).
-  for (const route of deps.registry.modules.flatMap((m) => m.httpRoutes ?? [])) {
+  const routes = deps.registry.modules.flatMap((m) => m.httpRoutes ?? []);
+  // Further JSON media types (`application/scim+json`), read only by the routes that list them.
+  const parseJson = jsonBodyParser(app);
+  for (const type of new Set(routes.flatMap((r) => r.jsonMediaTypes ?? []))) {
+    app.addContentTypeParser(type, { parseAs: 'buffer' }, (req, body, done) => {
+      const config = req.routeOptions.config as { jsonMediaTypes?: readonly string[] } | undefined;
+      if (!config?.jsonMediaTypes?.includes(type)) return done(unsupportedMediaType(), undefined);
+      return parseJson(req, body as Buffer, done);
+    });
+  }
+  for (const route of routes) {
+    const answerError = (req: FastifyRequest, reply: FastifyReply, appErr: AppError) => {
+      if (appErr.code === 'INTERNAL_ERROR') req.log.error({ err: appErr.cause ?? appErr }, 'unhandled error');
+      if (!route.errorAnswer) return sendError(req, reply, appErr);
+      const out = route.errorAnswer(appErr, req.id);
+      return reply
+        .code(out.status ?? appErr.status)
+        .type(out.contentType)
+        .headers(out.headers ?? {})
+        .send(out.body);
+    };
     app.route({
       method: route.method,
-      url: `/v1${route.path}`,
-      // Read by the form parser (registerFormBodies): only such a route takes an HTML form's body.
-      config: { formBody: route.form === true },
+      url: `${route.prefix ?? '/v1'}${route.path}`,
+      // Read by the body parsers (registerFormBodies, above): only such a route takes an HTML form's body, or JSON
+      // under another media type.
+      config: { formBody: route.form === true, jsonMediaTypes: route.jsonMediaTypes ?? [] },
+      // The request's own errors (its body's media type or JSON) are the route's to answer too.
+      errorHandler: (err: FastifyError, req, reply) => {
+        void answerError(req, reply, err instanceof AppError ? err : fastifyErrorToAppError(err));
+      },
       handler: async (req, reply) => {
         try {
           const gone = new AbortController();
@@ -579,6 +613,9 @@ function registerModuleHttpRoutes(app: FastifyInstance, deps: AppDeps): void {
             authorization: req.headers.authorization,
             body: req.body,
             signal: gone.signal,
+            requestId: req.id,
+            ip: req.ip,
+            userAgent: req.headers['user-agent'],
           });
           // A reply is thenable but settles only once sent: returned, not awaited (as in server/rest.ts).
           // eslint-disable-next-line @typescript-eslint/return-await
@@ -588,9 +625,7 @@ function registerModuleHttpRoutes(app: FastifyInstance, deps: AppDeps): void {
             .headers(out.headers ?? {})
             .send(out.body);
         } catch (err) {
-          const appErr = toAppError(err);
-          if (appErr.code === 'INTERNAL_ERROR') req.log.error({ err }, 'unhandled error');
-          return sendError(req, reply, appErr);
+          return answerError(req, reply, toAppError(err));
         }
       },
     });

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { AnyEventDefinition } from '../events/define-event.js';
 import type { OutboxHandler } from '../events/outbox.js';
 import type { Em } from '../db/orm.js';
+import type { AppError } from '../lib/errors.js';
 import type { AtRestColumn } from './at-rest.js';
 import type { AppDeps } from './deps.js';
 import type { AnyModuleJob } from './jobs.js';
@@ -89,21 +90,42 @@ export interface OrganizationRows {
   busy?(em: Em, organizationId: string): Promise<boolean>;
 }
 
+/** What a module's HTTP route answers (ModuleHttpRoute). */
+export interface ModuleHttpAnswer {
+  contentType: string;
+  body: string | Buffer;
+  headers?: Record<string, string>;
+  status?: number;
+}
+
 /**
- * A route under `/v1` that is not a procedure: something other than JSON (an HTML page, a PDF) that needs no bearer
- * token (the handler checks whatever the URL carries, a signed token), or a protocol with a token of its own (the
- * VPN agent's, docs/vpn-servers.md). Registered by server/app.ts; errors thrown as AppError
- * are answered in the usual envelope. Not a procedure, so not served on `/trpc` nor listed in the OpenAPI document.
+ * A route that is not a procedure: something other than JSON (an HTML page, a PDF) that needs no bearer token (the
+ * handler checks whatever the URL carries, a signed token), or a protocol with a token and answers of its own (the
+ * VPN agent's, docs/vpn-servers.md; SCIM's under `/scim/v2`, docs/sso.md). Registered by server/app.ts; errors
+ * thrown as AppError are answered in the usual envelope unless the route answers them itself (`errorAnswer`). Not a
+ * procedure, so not served on `/trpc` nor listed in the OpenAPI document.
  */
 export interface ModuleHttpRoute {
-  method: 'GET' | 'POST';
-  /** Under `/v1`, with `:param` segments (`/billing/invoices/:id/pdf`). */
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Where the route lives: `/v1` unless set (a protocol of its own: `/scim/v2`). */
+  prefix?: string;
+  /** Under `prefix`, with `:param` segments (`/billing/invoices/:id/pdf`), or ending in `*` (every other path). */
   path: string;
   /**
    * Takes `application/x-www-form-urlencoded` bodies too (an HTML form's POST: the SAML ACS), parsed into `body` as
    * an object of strings (the first value of a repeated name). Every other route refuses them (415).
    */
   form?: boolean;
+  /**
+   * Further media types whose bodies are JSON, parsed as `application/json` is (`application/scim+json`). Every
+   * other route refuses them (415).
+   */
+  jsonMediaTypes?: readonly string[];
+  /**
+   * How the route answers an error (thrown by `handler`, or met reading the request: a body that is not JSON, a
+   * media type refused): a protocol's own error body (SCIM's). The API's envelope when absent.
+   */
+  errorAnswer?(err: AppError, requestId: string): ModuleHttpAnswer;
   handler(
     deps: AppDeps,
     request: {
@@ -111,17 +133,16 @@ export interface ModuleHttpRoute {
       query: Record<string, string | undefined>;
       /** The `Authorization` header, for routes that check a token of their own (the VPN agent's). */
       authorization: string | undefined;
-      /** The parsed JSON body of a POST (`{}` when empty). */
+      /** The parsed JSON body of a POST, PUT or PATCH (`{}` when empty). */
       body: unknown;
       /** Aborts when the client goes away (a long poll stops waiting). */
       signal: AbortSignal;
+      /** The request's id (`X-Request-Id`), its client address (as TRUST_PROXY gives it) and user agent. */
+      requestId: string;
+      ip: string;
+      userAgent: string | undefined;
     },
-  ): Promise<{
-    contentType: string;
-    body: string | Buffer;
-    headers?: Record<string, string>;
-    status?: number;
-  }>;
+  ): Promise<ModuleHttpAnswer>;
 }
 
 /**
@@ -177,7 +198,7 @@ export interface ModuleManifest<Name extends string = string, Runtime = unknown>
   onOrganizationDeleted?: OrganizationDeletedHook;
   /** How the module's rows of a deleted organization are removed (required of a module with entities). */
   organizationRows?: OrganizationRows;
-  /** Public non-JSON routes (see ModuleHttpRoute). */
+  /** Routes that are not procedures: public non-JSON ones, protocols of their own (see ModuleHttpRoute). */
   httpRoutes?: readonly ModuleHttpRoute[];
   /**
    * Run at every start, after the migrations: encrypts the module's secrets still stored in clear (rows written

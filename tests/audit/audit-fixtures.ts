@@ -456,6 +456,8 @@ export const auditFixtures: Record<string, AuditFixture> = {
     const domain = await samlConnectionWithDomain(s, owner.token, { verified: true });
     return { token: owner.token, input: { domain } };
   },
+  // SCIM provisioning's token (its SCIM requests are audited as users.*: tests/modules/auth/scim.test.ts)
+  'sso.scimToken': async ({ owner }) => ({ token: owner.token, input: {} }),
 
   // API keys
   'apiKeys.create': async ({ owner }) => ({

@@ -10,6 +10,10 @@ import {
 import { authRouter } from './auth.router.js';
 import { ssoRouter } from './sso.router.js';
 import { oidcHttpRoutes } from './sso-oidc.routes.js';
+import { scimHttpRoutes } from './scim.routes.js';
+import { ScimToken, ScimUser } from './scim.entity.js';
+import { MikroOrmScimRepository, SCIM_ORGANIZATION_ROWS, type ScimRepository } from './scim.repository.js';
+import { Migration20261207000040_scim } from './migrations/Migration20261207000040_scim.js';
 import { Migration20261124000010_two_factor } from './migrations/Migration20261124000010_two_factor.js';
 import { Migration20261126000010_account_security } from './migrations/Migration20261126000010_account_security.js';
 import { PasswordResetToken } from './password-reset.entity.js';
@@ -29,6 +33,8 @@ export interface AuthRuntime {
   readonly repository: AuthRepository;
   /** Every read and write of single sign-on (sso.repository.ts). */
   readonly sso: SsoRepository;
+  /** Every read and write of SCIM provisioning (scim.repository.ts). */
+  readonly scim: ScimRepository;
 }
 
 declare module '../../kit/deps.js' {
@@ -47,6 +53,7 @@ export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
   create: (deps: AppDeps): AuthRuntime => ({
     repository: new MikroOrmAuthRepository(deps.db),
     sso: new MikroOrmSsoRepository(deps.db),
+    scim: new MikroOrmScimRepository(deps.db),
   }),
   entities: [
     TwoFactorCredential,
@@ -58,6 +65,8 @@ export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
     SsoSignIn,
     SsoCode,
     SsoAssertion,
+    ScimToken,
+    ScimUser,
   ],
   // TOTP secrets, confirmed and pending (docs/security.md, "Encryption at rest").
   atRest: [
@@ -73,17 +82,21 @@ export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
       class: Migration20261126000010_account_security,
     },
     { name: 'Migration20261207000030_sso', class: Migration20261207000030_sso },
+    { name: 'Migration20261207000040_scim', class: Migration20261207000040_scim },
   ],
   jobs: [purgeExpiredSessionsJob, sendPasswordResetJob],
   // The IdPs' returns to the API (docs/sso.md, "Signing in"): no token, a redirect or a page.
-  httpRoutes: [...oidcHttpRoutes],
+  httpRoutes: [...oidcHttpRoutes, ...scimHttpRoutes],
   // Its tables, named from the entities (auth.repository.ts).
-  organizationRows: { remove: [...SSO_ORGANIZATION_ROWS, ...AUTH_ORGANIZATION_ROWS.remove] },
+  organizationRows: {
+    remove: [...SCIM_ORGANIZATION_ROWS, ...SSO_ORGANIZATION_ROWS, ...AUTH_ORGANIZATION_ROWS.remove],
+  },
   notOwnedByUser: {
     TwoFactorCredential: 'the sign-in factor of the user it names, deleted with it',
     RecoveryCode: 'a sign-in factor of the user it names, deleted with it',
     LoginChallenge: 'a sign-in in progress of the user it names',
     PasswordResetToken: 'a password reset of the user it names, deleted with it',
     SsoCode: 'a single sign-on of the user it names, good for 60 seconds, deleted with it',
+    ScimUser: 'what the directory says of the user it names (externalId, name parts), deleted with it',
   },
 });

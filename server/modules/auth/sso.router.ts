@@ -4,6 +4,7 @@ import { ZNoQuery } from '../../lib/schema.js';
 import { ZDeleteSsoOutput, ZSetSsoInput, ZSsoOutput, ZVerifySsoDomainInput } from './sso.schema.js';
 import * as sso from './sso.service.js';
 import { ssoSignInProcedures } from './sso-sign-in.router.js';
+import { scimTokenProcedures } from './scim.router.js';
 
 const tags = ['Single sign-on'];
 
@@ -101,4 +102,7 @@ export const ssoRouter = router({
 
   // Signing in through the connection (no token): POST /auth/sso/start and /auth/sso/token.
   ...ssoSignInProcedures,
+
+  // The SCIM provisioning token: POST /v1/organization/scim-token.
+  ...scimTokenProcedures,
 });
