@@ -5,6 +5,7 @@ import { appRouter } from '../../server/router.js';
 import type { Meta } from '../../server/trpc/init.js';
 import { createOrg } from '../support/factories.js';
 import { http } from '../support/http.js';
+import { IDP_CERT } from '../support/idp-certificate.js';
 import { sharedServer, type TestServer } from '../support/server.js';
 
 // Conventions §1: unknown query parameters are ignored. Checked on every GET and DELETE operation of the router,
@@ -31,6 +32,17 @@ describe('unknown query parameters', () => {
 
   it('are ignored by every GET and DELETE operation', async () => {
     const owner = await createOrg(s.deps, { plan: 'enterprise' });
+    // Singletons that exist once made: the single sign-on connection (SAML by its three fields: nothing fetched).
+    const sso = await http(s.baseUrl, 'PUT', '/v1/organization/sso', {
+      token: owner.token,
+      body: {
+        protocol: 'saml',
+        idp_entity_id: 'https://idp.example.test/saml',
+        idp_sso_url: 'https://idp.example.test/sso',
+        idp_certificate: IDP_CERT,
+      },
+    });
+    expect(sso.status, sso.text).to.equal(200);
     for (const op of operations) {
       const path = op.path.replace(/\{[^}]+\}/g, 'zz_unknown00000000000000');
       const res = await http(s.baseUrl, op.method, `/v1${path}?utm_source=newsletter&x=1`, {

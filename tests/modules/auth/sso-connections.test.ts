@@ -10,6 +10,7 @@ import type { PlanId } from '../../../server/lib/plans.js';
 import { createOrg, createUser } from '../../support/factories.js';
 import { startDnsServer, type TestDnsServer } from '../../support/dns-server.js';
 import { http } from '../../support/http.js';
+import { IDP_CERT } from '../../support/idp-certificate.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 
 /**
@@ -20,27 +21,6 @@ import { startTestServer, type TestServer } from '../../support/server.js';
 
 const PUBLIC_BASE_URL = 'https://api.sso.example.test';
 
-/** A certificate of the IdP (self-signed, for the metadata and the three SAML fields). */
-const IDP_CERT = `-----BEGIN CERTIFICATE-----
-MIIDGTCCAgGgAwIBAgIUaMuryIfE2VBSMCMDbUHS1BOv8SwwDQYJKoZIhvcNAQEL
-BQAwGzEZMBcGA1UEAwwQaWRwLmV4YW1wbGUudGVzdDAgFw0yNjEyMDcyMTE3MDNa
-GA8yMTI2MTExMzIxMTcwM1owGzEZMBcGA1UEAwwQaWRwLmV4YW1wbGUudGVzdDCC
-ASIwDQYJKoZIhvcNAQEBBQADggEPADCCAQoCggEBAK/wreUAmXjAix2baDG9OsG3
-So5KQ26lu/QnV1UAHsTF5v6s/UL5LRcqkenLZvrv3szFoufBBLz02boHahNS8DEB
-rfUG/JGmuuzHp3Z//tLqANX8f5TjOaFNI7ZS2YBtYqInKt89Hj4io3l7DLQ4okZQ
-zFtczVXoLcwLtF7JiHZfvimCppGfgsvvkRd7hLj9LHmFk+1J7OuEvoEe8l7e0twA
-p5nKwp37Lt1EjW08IRNxg2zABusE99HRttdEUm/qCTaJ+FJil557zTcpCiKy6okm
-HtT6oNtCJ4otJyuN/Iv6ECCH99r2AGqBB/NREXhbxbFCfkO4oOz4t78jZyhk3c8C
-AwEAAaNTMFEwHQYDVR0OBBYEFKrwmq2SR4aZNpYUO/65E4ejeYyGMB8GA1UdIwQY
-MBaAFKrwmq2SR4aZNpYUO/65E4ejeYyGMA8GA1UdEwEB/wQFMAMBAf8wDQYJKoZI
-hvcNAQELBQADggEBAGDa6A17jYbT/PWc8ONR0hSrC/y6QeUvKXXUoIMS2yacu+xQ
-XWWXHHLYRJ2M9VwwARvQqUzD9WuPZP36G3pyQKYGdlS2pou0hdFxwP2u+Jr+Ba8+
-XKkIzLqAagOrAb1fDCOPhGSTJGg1C3r3p6HVqaMYk7XjNS3mG3RJzg7lWN3An8zE
-AL4UKQxVuRQlbB+FyaqQ3ieGUOzGo9D8ogf86Usaa0duSU27m4bXepOhRaAFmJrL
-avCaVhv/92GVjRZUEn9ACYMZu+t5ovSVfSKWj18F1ply6h8OAjz6LWdRDprTa+9n
-nIMq1yAxjJL8g6TlJ8tk8/1RTQ4zeXwOBi3Hx8s=
------END CERTIFICATE-----
-`;
 const IDP_CERT_BODY = IDP_CERT.replace(/-----[A-Z ]+-----|\s/g, '');
 const FINGERPRINT = new X509Certificate(IDP_CERT).fingerprint256;
 
@@ -310,13 +290,13 @@ describe('SSO connections: PUT, GET, DELETE /v1/organization/sso and domain veri
       const read = await get(owner.token);
       expect(read.body.sso.client_id).to.be.oneOf(['first', 'second']);
       expect(read.body.sso.domains).to.have.length(1);
-      const [{ n }] = await s.deps.db.orm.em
+      const [row] = await s.deps.db.orm.em
         .fork()
         .execute<{ n: number }[]>(
           'select count(*)::int as n from sso_connections where organization_id = ?',
           [owner.organizationId],
         );
-      expect(n).to.equal(1);
+      expect(Number(row?.n)).to.equal(1);
     });
   });
 
