@@ -61,7 +61,7 @@ function servedRoutes(): Set<string> {
     }
   }
   for (const route of modules.flatMap((m) => m.httpRoutes ?? [])) {
-    served.add(`${route.method} /v1${route.path.replace(/:([a-z_]+)/g, '{$1}')}`);
+    served.add(`${route.method} ${route.prefix ?? '/v1'}${route.path.replace(/:([a-z_]+)/g, '{$1}')}`);
   }
   return served;
 }

@@ -28,7 +28,9 @@ export default defineCommandGroup({
   register(program, cli) {
     const organization = program
       .command('organization')
-      .description('your organization: its name, its owner, its single sign-on, and deleting it');
+      .description(
+        'your organization: its name, its owner, its single sign-on and SCIM provisioning, and deleting it',
+      );
 
     documented(organization.command('show'), {
       calls: ['organizationGet'],
@@ -69,6 +71,24 @@ export default defineCommandGroup({
       });
 
     registerOrganizationSso(organization, cli);
+
+    documented(organization.command('scim-token'), {
+      calls: ['ssoScimToken'],
+      examples: ['cloud organization scim-token', 'cloud organization scim-token --json'],
+    })
+      .description(
+        'make the token of SCIM provisioning for the identity provider, shown once; the previous one stops working (owner)',
+      )
+      .action(async () => {
+        const res = await cli.client().sso.scimToken.mutate();
+        cli.print(res, () =>
+          [
+            fields({ base_url: res.scim.base_url, token: res.scim.token, created: res.scim.created_at }),
+            'Give the base URL and the token to the identity provider now: the token is not shown again. ' +
+              'See docs/sso.md, "SCIM provisioning".',
+          ].join('\n'),
+        );
+      });
 
     documented(organization.command('delete'), {
       calls: ['organizationGet', 'organizationDelete'],
