@@ -145,6 +145,18 @@ describe('SCIM 2.0 provisioning: /scim/v2 and POST /v1/organization/scim-token',
     });
   });
 
+  describe('a deleted organization', () => {
+    it('answers 401 to its token at once', async () => {
+      const { owner, token } = await enterprise();
+      const res = await v1('DELETE', '/organization', owner.token, {
+        confirm: 'Test Org',
+        password: owner.password,
+      });
+      expect(res.status, res.text).to.be.below(300);
+      expectScimError(await scim('GET', '/Users', token), 401);
+    });
+  });
+
   describe('discovery', () => {
     it('serves ServiceProviderConfig, ResourceTypes and Schemas as application/scim+json', async () => {
       const { token } = await enterprise();
