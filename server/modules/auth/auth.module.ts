@@ -10,6 +10,7 @@ import {
 import { authRouter } from './auth.router.js';
 import { ssoRouter } from './sso.router.js';
 import { oidcHttpRoutes } from './sso-oidc.routes.js';
+import { samlHttpRoutes } from './sso-saml.routes.js';
 import { scimHttpRoutes } from './scim.routes.js';
 import { ScimToken, ScimUser } from './scim.entity.js';
 import { MikroOrmScimRepository, SCIM_ORGANIZATION_ROWS, type ScimRepository } from './scim.repository.js';
@@ -86,7 +87,7 @@ export const authModule: ModuleManifest<'auth', AuthRuntime> = defineModule({
   ],
   jobs: [purgeExpiredSessionsJob, sendPasswordResetJob],
   // The IdPs' returns to the API (docs/sso.md, "Signing in"): no token, a redirect or a page.
-  httpRoutes: [...oidcHttpRoutes, ...scimHttpRoutes],
+  httpRoutes: [...oidcHttpRoutes, ...samlHttpRoutes, ...scimHttpRoutes],
   // Its tables, named from the entities (auth.repository.ts).
   organizationRows: {
     remove: [...SCIM_ORGANIZATION_ROWS, ...SSO_ORGANIZATION_ROWS, ...AUTH_ORGANIZATION_ROWS.remove],
