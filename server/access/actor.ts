@@ -3,6 +3,8 @@ import { invalidAccessToken, invalidApiKey, unauthorized } from '../lib/errors.j
 import type { PlanId } from '../lib/plans.js';
 import { sha256Hex } from '../lib/crypto.js';
 import { effectivePermissions, type Permission } from './permissions.js';
+import { policyInForce, type SecurityPolicy, type StoredSecurityPolicy } from './security-policy.js';
+import type { SessionMethod } from './session.entity.js';
 import type { AccessClaims, TokenService } from './tokens.js';
 import type { Role, UserStatus } from './user.entity.js';
 
@@ -24,6 +26,13 @@ export interface Actor {
   permissions: ReadonlySet<Permission>;
   /** The user row as loaded with the token. */
   user: ActorUser;
+  /** How the access token's login session signed in; unset for an API key. */
+  sessionMethod?: SessionMethod;
+  /**
+   * The organization's security policy in force, read with the caller (security-policy.ts); null or unset: none
+   * applies.
+   */
+  policy?: SecurityPolicy | null;
 }
 
 /** Verifies a bearer token (signature, algorithm, issuer, audience, expiry). No database access. */
@@ -46,7 +55,7 @@ export interface ActorUser {
   createdAt: Date;
 }
 
-interface ActorRow {
+interface ActorRow extends StoredSecurityPolicy {
   id: string;
   email: string;
   name: string;
@@ -61,6 +70,9 @@ interface ActorRow {
   plan: PlanId;
   session_id: string;
   session_live: boolean;
+  session_method: SessionMethod;
+  /** Whether the session is younger than the organization's `session_max_age` (true when it has none). */
+  session_young: boolean;
 }
 
 /**
@@ -74,14 +86,17 @@ export const ORGANIZATION_LIVE_SQL = 'o.deleted_at is null';
 // Every authenticated request runs this: one indexed join, written by hand because it is the hot path (through
 // the ORM's query builder and hydration it costs several times the CPU), and prepared once per connection on
 // PostgreSQL (planning the join on every call tripled the database's work). Times come back as epoch milliseconds
-// so that PostgreSQL and PGlite return the same types.
+// so that PostgreSQL and PGlite return the same types. The organization's security policy is read here too (its
+// columns of the same row): no query of its own, and a change applies from the next request on every process.
 const ACTOR_SQL = `
   select u.id, u.email, u.name, u.role, u.status, u.permissions, u.two_factor_enabled,
          (extract(epoch from u.last_login) * 1000)::float8 as last_login_ms,
          (extract(epoch from u.created_at) * 1000)::float8 as created_at_ms,
          (u.deleted_at is not null) as deleted,
          o.id as organization_id, o.plan,
-         s.id as session_id, (s.revoked_at is null and s.expires_at > $1) as session_live
+         o.require_two_factor, o.allowed_ip_ranges, o.session_max_age,
+         s.id as session_id, (s.revoked_at is null and s.expires_at > $1) as session_live, s.method as session_method,
+         (o.session_max_age is null or s.created_at + o.session_max_age * interval '1 second' > $1) as session_young
     from login_sessions s
     join users u on u.id = s.user_id
     join organizations o on o.id = u.organization_id
@@ -89,19 +104,22 @@ const ACTOR_SQL = `
 
 /**
  * Loads the user, organization and login session of verified claims in one query. Throws UNAUTHORIZED for anything
- * but an active, unrevoked user of the token's organization.
+ * but an active, unrevoked user of the token's organization, and for a session older than the organization's
+ * `session_max_age` (docs/organization.md, "Security policies"), as for one past the server's `SESSION_MAX_AGE`.
  */
 export async function loadActorForClaims(db: Database, claims: AccessClaims, now: Date): Promise<Actor> {
   const [row] = await db.preparedQuery<ActorRow>('load_actor', ACTOR_SQL, [now, claims.sid, claims.sub]);
+  const policy = row ? policyInForce(row) : null;
   if (
     !row ||
     !row.session_live ||
     row.deleted ||
     row.status !== 'active' ||
-    row.organization_id !== claims.org
+    row.organization_id !== claims.org ||
+    (policy?.sessionMaxAgeSeconds != null && !row.session_young)
   ) {
     throw invalidAccessToken(
-      'Access token is no longer valid (signed out, or the user was suspended or removed)',
+      'Access token is no longer valid (signed out, session expired, or the user was suspended or removed)',
     );
   }
   const permissions = Array.isArray(row.permissions) ? row.permissions : [];
@@ -125,6 +143,8 @@ export async function loadActorForClaims(db: Database, claims: AccessClaims, now
       lastLogin: row.last_login_ms === null ? null : new Date(Number(row.last_login_ms)),
       createdAt: new Date(Number(row.created_at_ms)),
     },
+    sessionMethod: row.session_method,
+    policy,
   };
 }
 
@@ -144,7 +164,10 @@ export function hashApiKeySecret(secret: string): string {
   return sha256Hex(secret);
 }
 
-interface ApiKeyActorRow extends Omit<ActorRow, 'session_id' | 'session_live'> {
+interface ApiKeyActorRow extends Omit<
+  ActorRow,
+  'session_id' | 'session_live' | 'session_method' | 'session_young'
+> {
   key_id: string;
   key_organization_id: string;
   key_permissions: string[];
@@ -155,13 +178,14 @@ interface ApiKeyActorRow extends Omit<ActorRow, 'session_id' | 'session_live'> {
 
 // The same hot path as access tokens (ACTOR_SQL): the key, its creator and the organization in one indexed,
 // prepared query. Revocation, expiry and the creator's status and permissions are read on every request, so a
-// change made by any process applies from the next request on.
+// change made by any process applies from the next request on; so is the organization's security policy.
 const API_KEY_ACTOR_SQL = `
   select u.id, u.email, u.name, u.role, u.status, u.permissions, u.two_factor_enabled,
          (extract(epoch from u.last_login) * 1000)::float8 as last_login_ms,
          (extract(epoch from u.created_at) * 1000)::float8 as created_at_ms,
          (u.deleted_at is not null) as deleted,
          o.id as organization_id, o.plan,
+         o.require_two_factor, o.allowed_ip_ranges, o.session_max_age,
          k.id as key_id, k.organization_id as key_organization_id, k.permissions as key_permissions,
          (k.revoked_at is null) as key_live, (k.expires_at > $1) as key_unexpired,
          (extract(epoch from k.last_used_at) * 1000)::float8 as key_last_used_ms
@@ -236,6 +260,7 @@ export async function loadActorForApiKey(db: Database, secret: string, now: Date
       lastLogin: row.last_login_ms === null ? null : new Date(Number(row.last_login_ms)),
       createdAt: new Date(Number(row.created_at_ms)),
     },
+    policy: policyInForce(row),
   };
 }
 

@@ -16,6 +16,15 @@ export const OrganizationSchema = defineEntity({
      * is refused (server/access/actor.ts), and a job removes its rows, this one last.
      */
     deletedAt: p.datetime(3).nullable().columnType('timestamptz(3)'),
+    /**
+     * The security policy (docs/organization.md, "Security policies"), set by `PUT /organization/security` and read
+     * with the caller on every request (server/access/actor.ts, security-policy.ts): two-factor sign-in required of
+     * its users, the address ranges its users and API keys may call from (canonical CIDR texts; empty: any), the
+     * longest a login session lives after its sign-in in seconds (null: the server's `SESSION_MAX_AGE`).
+     */
+    requireTwoFactor: p.boolean().default(false),
+    allowedIpRanges: p.array().default([]),
+    sessionMaxAge: p.integer().nullable(),
   },
 });
 

@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   FORBIDDEN: 403,
   HTTPS_REQUIRED: 403,
   SSO_REQUIRED: 403,
+  TWO_FACTOR_REQUIRED: 403,
+  IP_NOT_ALLOWED: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
   UNSUPPORTED_PLACEMENT: 409,
@@ -112,6 +114,26 @@ export const forbidden = (
 export const ssoRequired = (
   message = 'Your organization requires single sign-on: sign in with POST /v1/auth/sso/start',
 ) => new AppError('SSO_REQUIRED', message);
+/**
+ * 403: the organization requires two-factor sign-in of its users (docs/organization.md, "Security policies") and the
+ * caller has not turned it on; the message names the way to turn it on.
+ */
+export const twoFactorRequired = () =>
+  new AppError(
+    'TWO_FACTOR_REQUIRED',
+    'Your organization requires two-factor sign-in: start with POST /v1/auth/2fa/setup, then confirm a code with ' +
+      'POST /v1/auth/2fa/enable {password, code}; until then only GET /v1/auth/me and POST /v1/auth/logout answer',
+  );
+/**
+ * 403: the organization accepts requests from its allowed address ranges only (docs/organization.md, "Security
+ * policies"), and `ip` is in none of them.
+ */
+export const ipNotAllowed = (ip: string) =>
+  new AppError(
+    'IP_NOT_ALLOWED',
+    `Requests from ${ip} are not allowed by your organization’s security policy: call from an allowed address, or ` +
+      'ask the owner to add it to allowed_ip_ranges (PUT /v1/organization/security)',
+  );
 export const conflict = (message: string, details?: ErrorDetail[]) =>
   new AppError('CONFLICT', message, { details });
 export const unauthorized = (

@@ -6,6 +6,7 @@ import {
   type Actor,
 } from '../access/actor.js';
 import { rateLimitHeaders, rateLimitedError } from '../limits/api-usage.js';
+import { enforceSecurityPolicy } from '../access/security-policy.js';
 import type { Permission } from '../access/permissions.js';
 import type { Role } from '../access/user.entity.js';
 import { AppError, type ErrorCode } from '../lib/errors.js';
@@ -22,11 +23,16 @@ import {
   type Meta,
 } from './init.js';
 
-/** What every authenticated call may be answered: bad or expired token, burst limit or monthly quota, not allowed. */
+/**
+ * What every authenticated call may be answered: bad or expired token, burst limit or monthly quota, not allowed,
+ * and the organization's security policy (docs/organization.md, "Security policies").
+ */
 const AUTHENTICATED_ERRORS: readonly ErrorCode[] = [
   'UNAUTHORIZED',
   'TOKEN_EXPIRED',
   'FORBIDDEN',
+  'IP_NOT_ALLOWED',
+  'TWO_FACTOR_REQUIRED',
   'RATE_LIMITED',
   'QUOTA_EXCEEDED',
 ];
@@ -104,22 +110,32 @@ async function loadApiKeyActor(ctx: Context, now: Date): Promise<Actor> {
   return actor;
 }
 
+/** Refusals that mean the bearer may no longer act (an open stream is then closed). */
+const ACCESS_ENDED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'UNAUTHORIZED',
+  'TOKEN_EXPIRED',
+  'IP_NOT_ALLOWED',
+  'TWO_FACTOR_REQUIRED',
+]);
+
 /**
  * Whether the bearer of a long-lived response (an event stream) may still act: the token verifies and has not
- * expired, its login session is live (not logged out, not revoked), or the API key is not revoked, and the user is
- * neither suspended nor deleted. Counts nothing against the burst limit or the quota. False only when access has
- * ended; a failure to check (the database unreachable) throws, and the stream is left open.
+ * expired, its login session is live (not logged out, not revoked), or the API key is not revoked, the user is
+ * neither suspended nor deleted, and the organization's security policy still lets it in (a stream is no
+ * exception to the two-factor rule). Counts nothing against the burst limit or the quota. False only when access
+ * has ended; a failure to check (the database unreachable) throws, and the stream is left open.
  */
 export async function bearerStillValid(ctx: Context): Promise<boolean> {
   const { tokens, db, clock } = ctx.deps;
   const now = clock.now();
   try {
-    if (isApiKeySecret(ctx.bearer)) await loadActorForApiKey(db, ctx.bearer, now);
-    else await loadActorForClaims(db, verifyBearer(tokens, ctx.bearer, now), now);
+    const actor = isApiKeySecret(ctx.bearer)
+      ? await loadActorForApiKey(db, ctx.bearer, now)
+      : await loadActorForClaims(db, verifyBearer(tokens, ctx.bearer, now), now);
+    enforceSecurityPolicy(actor, ctx.ip, '');
     return true;
   } catch (err) {
-    if (err instanceof AppError && (err.code === 'UNAUTHORIZED' || err.code === 'TOKEN_EXPIRED'))
-      return false;
+    if (err instanceof AppError && ACCESS_ENDED.has(err.code)) return false;
     throw err;
   }
 }
@@ -215,6 +231,8 @@ async function admitCaller(call: Call, opts: { httpsOnly: boolean } & Requiremen
   try {
     if (opts.httpsOnly) requireSecureTransport(ctx);
     actor = await loadActor(ctx);
+    // The organization's policy first: an address outside its ranges learns nothing about what it may do.
+    enforceSecurityPolicy(actor, ctx.ip, call.path);
     authorize(actor, opts, call.path);
     ctx.actor = actor;
     await assertAcceptableInput(call.getRawInput);

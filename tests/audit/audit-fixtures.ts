@@ -435,6 +435,11 @@ export const auditFixtures: Record<string, AuditFixture> = {
     const { organization } = await s.caller(owner.token).organization.get({});
     return { token: owner.token, input: { confirm: organization.name, password: owner.password } };
   },
+  // The security policy: a change that keeps the in-process caller's own address (127.0.0.1) allowed
+  'organization.security.set': async ({ owner }) => ({
+    token: owner.token,
+    input: { allowed_ip_ranges: ['127.0.0.0/8'], session_max_age: 86_400 },
+  }),
 
   // Single sign-on: a SAML connection from the IdP's three fields (nothing to fetch)
   'sso.set': async ({ owner }) => ({

@@ -9,6 +9,7 @@ import { toUserDetailDto, toUserSummaryDto } from '../../access/user.dto.js';
 import { userCreated } from '../../access/user.events.js';
 import type { ActorContext, AppDeps, RequestContext } from '../../kit/deps.js';
 import { assertNotThrottled, recordFailure, throttleKey } from '../../access/login-throttle.js';
+import { sessionEndUnder, sessionMaxAgeOf } from '../../access/security-policy.js';
 import { runOrganizationCreatedHooks } from '../../kit/organization-hooks.js';
 import {
   auditActor,
@@ -89,18 +90,20 @@ export async function refresh(ctx: RequestContext, input: TRefreshInput): Promis
       await repository.revokeSessionChain(em, session.id, now);
       return { error: INVALID_REFRESH() };
     }
+    // The organization's session_max_age, when its policy sets one (docs/organization.md, "Security policies").
+    const maxAge = sessionMaxAgeOf(user.organization);
     if (
       session.revokedAt ||
       token.expiresAt <= now ||
-      session.expiresAt <= now ||
+      sessionEndUnder(maxAge, session.createdAt, session.expiresAt) <= now ||
       user.deletedAt ||
       user.organization.deletedAt ||
       user.status !== 'active'
     ) {
       return { error: INVALID_REFRESH() };
     }
-    // Slides with use, but never past SESSION_MAX_AGE after the sign-in.
-    session.expiresAt = sessionExpiry(ctx, session.createdAt, now);
+    // Slides with use, but never past SESSION_MAX_AGE (or the organization's session_max_age) after the sign-in.
+    session.expiresAt = sessionExpiry(ctx, session.createdAt, now, maxAge);
     session.lastUsedAt = now;
     const refreshValue = newRefreshToken({ ...ctx, em }, session, now, session.expiresAt);
     const access = ctx.deps.tokens.sign(

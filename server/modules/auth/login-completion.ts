@@ -40,12 +40,20 @@ export async function recordLoginFailure(ctx: RequestContext, user: User): Promi
 
 /**
  * When a session used at `now` expires: 30 days of inactivity (the refresh token's life), never later than
- * `SESSION_MAX_AGE` after its sign-in.
+ * `SESSION_MAX_AGE` after its sign-in, nor than the organization's `session_max_age` (`orgMaxAgeSeconds`, when its
+ * policy sets one: docs/organization.md, "Security policies"); the smaller bound wins.
  */
-export function sessionExpiry(ctx: RequestContext, createdAt: Date, now: Date): Date {
-  return new Date(
-    Math.min(now.getTime() + REFRESH_TOKEN_TTL_MS, createdAt.getTime() + ctx.deps.config.sessionMaxAgeMs),
-  );
+export function sessionExpiry(
+  ctx: RequestContext,
+  createdAt: Date,
+  now: Date,
+  orgMaxAgeSeconds: number | null = null,
+): Date {
+  const maxAgeMs =
+    orgMaxAgeSeconds === null
+      ? ctx.deps.config.sessionMaxAgeMs
+      : Math.min(ctx.deps.config.sessionMaxAgeMs, orgMaxAgeSeconds * 1000);
+  return new Date(Math.min(now.getTime() + REFRESH_TOKEN_TTL_MS, createdAt.getTime() + maxAgeMs));
 }
 
 /**

@@ -1,3 +1,4 @@
+import { sessionEndUnder } from '../../access/security-policy.js';
 import type { LoginSession } from '../../access/session.entity.js';
 import type { ActorContext } from '../../kit/deps.js';
 import { notFound } from '../../lib/errors.js';
@@ -10,12 +11,12 @@ import type { TLoginSession, TRevokeAllSessionsInput } from './auth.schema.js';
  * tokens fail from the next call on (the access check reads the session with the user, server/access/actor.ts).
  */
 
-function toSessionDto(s: LoginSession, currentId: string): TLoginSession {
+function toSessionDto(s: LoginSession, currentId: string, expiresAt: Date): TLoginSession {
   return {
     id: s.id,
     created_at: s.createdAt.toISOString(),
     last_used_at: (s.lastUsedAt ?? s.createdAt).toISOString(),
-    expires_at: s.expiresAt.toISOString(),
+    expires_at: expiresAt.toISOString(),
     ip: s.ip ?? null,
     user_agent: s.userAgent ?? null,
     current: s.id === currentId,
@@ -23,15 +24,20 @@ function toSessionDto(s: LoginSession, currentId: string): TLoginSession {
   };
 }
 
-/** `GET /auth/sessions`: the caller's live sessions, newest first. */
+/**
+ * `GET /auth/sessions`: the caller's live sessions, newest first. Under the organization's `session_max_age`
+ * (docs/organization.md, "Security policies"), each ends by that bound too: one older than it is expired, so not
+ * listed, and the others show the earlier end.
+ */
 export async function listSessions(ctx: ActorContext) {
   const now = ctx.deps.clock.now();
   const rows = await authRepositoryOf(ctx.deps).liveSessions(ctx.em, ctx.actor.userId, now);
-  return {
-    success: true as const,
-    sessions: rows.map((s) => toSessionDto(s, ctx.actor.sessionId)),
-    total: rows.length,
-  };
+  const maxAge = ctx.actor.policy?.sessionMaxAgeSeconds ?? null;
+  const sessions = rows
+    .map((s) => ({ s, end: sessionEndUnder(maxAge, s.createdAt, s.expiresAt) }))
+    .filter(({ end }) => end > now)
+    .map(({ s, end }) => toSessionDto(s, ctx.actor.sessionId, end));
+  return { success: true as const, sessions, total: sessions.length };
 }
 
 /** `DELETE /auth/sessions/{id}`: one of the caller's live sessions; anyone else's, or a revoked one, is 404. */

@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../kit/deps.js';
 import { defineModule, type ModuleManifest } from '../../kit/module.js';
 import { Migration20261125000001_organization } from './migrations/Migration20261125000001_organization.js';
+import { Migration20261207000050_organization_security } from './migrations/Migration20261207000050_organization_security.js';
 import { organizationPurgeJob, organizationPurgeResumer } from './organization.jobs.js';
 import { MikroOrmOrganizationRepository, type OrganizationRepository } from './organization.repository.js';
 import { organizationRouter } from './organization.router.js';
@@ -29,7 +30,13 @@ export const organizationModule: ModuleManifest<'organization', OrganizationRunt
   create: (deps: AppDeps): OrganizationRuntime => ({
     repository: new MikroOrmOrganizationRepository(deps.db),
   }),
-  migrations: [{ name: 'Migration20261125000001_organization', class: Migration20261125000001_organization }],
+  migrations: [
+    { name: 'Migration20261125000001_organization', class: Migration20261125000001_organization },
+    {
+      name: 'Migration20261207000050_organization_security',
+      class: Migration20261207000050_organization_security,
+    },
+  ],
   jobs: [organizationPurgeJob],
   workers: [organizationPurgeResumer],
 });

@@ -10,8 +10,13 @@ import {
   ZUpdateOrganizationInput,
 } from './organization.schema.js';
 import * as organization from './organization.service.js';
+import { ZSecurityOutput, ZSetSecurityInput } from './security.schema.js';
+import * as security from './security.service.js';
 
 const tags = ['Organization'];
+
+const SECURITY_402 =
+  'The organization is not on the Enterprise plan (`details: [{resource: "advanced_security", limit: 0, current: 0}]`)';
 
 export const organizationRouter = router({
   get: authedProcedure
@@ -101,4 +106,47 @@ export const organizationRouter = router({
     .input(ZDeleteOrganizationInput)
     .output(ZDeleteOrganizationOutput)
     .mutation(({ ctx, input }) => organization.deleteOrganization(ctx, input)),
+
+  // The security policy (docs/organization.md, "Security policies").
+  security: router({
+    get: requireRole('owner', 'admin')
+      .meta({
+        openapi: {
+          method: 'GET',
+          path: '/organization/security',
+          tags,
+          summary: 'Get the organization’s security policy',
+          description:
+            'Owner and admin, on the Enterprise plan: `require_two_factor`, `allowed_ip_ranges` and ' +
+            '`session_max_age` as they apply to every request of the organization’s users (and, for the ' +
+            'address ranges, of its API keys).',
+        },
+        errors: { PLAN_LIMIT_EXCEEDED: SECURITY_402 },
+      })
+      .input(ZNoQuery.optional())
+      .output(ZSecurityOutput)
+      .query(({ ctx }) => security.getSecurity(ctx)),
+
+    set: requireRole('owner')
+      .meta({
+        openapi: {
+          method: 'PUT',
+          path: '/organization/security',
+          tags,
+          summary: 'Change the organization’s security policy',
+          description:
+            'Owner only, on the Enterprise plan. Fields left out keep their values; `allowed_ip_ranges` replaces ' +
+            'the list (an empty list lifts the restriction). Applies from the next request, on every server ' +
+            'process. A list that holds no range of the caller’s own address → 409 (it would shut the owner out). ' +
+            'Emits `organization.updated` when something changed.',
+        },
+        errors: {
+          PLAN_LIMIT_EXCEEDED: SECURITY_402,
+          CONFLICT: '`allowed_ip_ranges` holds no range of the caller’s own address',
+        },
+      })
+      .input(ZSetSecurityInput)
+      .output(ZSecurityOutput)
+      .mutation(({ ctx, input }) => security.setSecurity(ctx, input)),
+  }),
 });

@@ -25,7 +25,7 @@ import type {
 const userNotFound = () => notFound('User');
 
 /** The organization's view: its owner and how many users it has (invited, active, suspended; not deleted). */
-async function organizationView(
+export async function organizationView(
   repository: OrganizationRepository,
   em: Em,
   org: Organization,
@@ -42,7 +42,7 @@ async function organizationView(
 }
 
 /** The caller's organization (never a deleted one: its credentials are refused before this runs). */
-async function findOrganization(
+export async function findOrganization(
   repository: OrganizationRepository,
   em: Em,
   id: string,

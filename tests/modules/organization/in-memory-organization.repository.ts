@@ -32,6 +32,9 @@ export class InMemoryOrganizationRepository implements OrganizationRepository {
       createdAt: o.createdAt,
       updatedAt: o.createdAt,
       deletedAt: o.deletedAt ?? null,
+      requireTwoFactor: false,
+      allowedIpRanges: [],
+      sessionMaxAge: null,
     });
     this.organizations.push(org);
     return org;
