@@ -1,3 +1,4 @@
+import type { AuditRequest } from '../../events/audit.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { ModuleHttpRoute } from '../../kit/module.js';
 import { decryptSecret } from '../../lib/crypto.js';
@@ -24,7 +25,11 @@ function searchOf(query: Record<string, unknown>): string {
  * checked against the organization's connection (sso-oidc.ts) with the sign-in's nonce and PKCE verifier, and the
  * identity handed to finishSignIn. Every refusal is an answer to the browser: `return_to?error=…` or a page.
  */
-async function callback(deps: AppDeps, query: Record<string, unknown>): Promise<SsoAnswer> {
+async function callback(
+  deps: AppDeps,
+  query: Record<string, unknown>,
+  request: AuditRequest,
+): Promise<SsoAnswer> {
   let returnTo: string | null = null;
   try {
     const state = query.state;
@@ -65,11 +70,16 @@ async function callback(deps: AppDeps, query: Record<string, unknown>): Promise<
       currentUrl,
       { state, nonce: signIn.nonce, codeVerifier: signIn.codeVerifier },
     );
-    return await finishSignIn(deps, signIn, {
-      email: identity.email,
-      emailVerified: identity.emailVerified,
-      ...(identity.name ? { name: identity.name } : {}),
-    });
+    return await finishSignIn(
+      deps,
+      signIn,
+      {
+        email: identity.email,
+        emailVerified: identity.emailVerified,
+        ...(identity.name ? { name: identity.name } : {}),
+      },
+      { request },
+    );
   } catch (err) {
     if (err instanceof SsoFailure) {
       if (err.code === 'SSO_IDP_ERROR' || err.code === 'SSO_ASSERTION_INVALID') {
@@ -90,7 +100,7 @@ export const oidcHttpRoutes: ModuleHttpRoute[] = [
     method: 'GET',
     path: '/auth/sso/oidc/callback',
     async handler(deps, req) {
-      return callback(deps, req.query);
+      return callback(deps, req.query, { requestId: req.requestId, ip: req.ip, userAgent: req.userAgent });
     },
   },
 ];

@@ -1,3 +1,4 @@
+import type { AuditRequest } from '../../events/audit.js';
 import type { AppDeps } from '../../kit/deps.js';
 import type { ModuleHttpRoute } from '../../kit/module.js';
 import { notFound } from '../../lib/errors.js';
@@ -35,7 +36,7 @@ async function metadata(deps: AppDeps, organizationId: string): Promise<string> 
  * against its request and the organization's connection (sso-saml.ts), and the identity handed to finishSignIn,
  * which refuses a replayed assertion ID. Every refusal is an answer to the browser: `return_to?error=…` or a page.
  */
-async function acs(deps: AppDeps, body: unknown): Promise<SsoAnswer> {
+async function acs(deps: AppDeps, body: unknown, request: AuditRequest): Promise<SsoAnswer> {
   const form = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
   let returnTo: string | null = null;
   try {
@@ -63,7 +64,7 @@ async function acs(deps: AppDeps, body: unknown): Promise<SsoAnswer> {
       deps,
       signIn,
       { email: identity.email, ...(identity.name ? { name: identity.name } : {}) },
-      { assertion: { id: identity.assertionId, notOnOrAfter: identity.notOnOrAfter } },
+      { assertion: { id: identity.assertionId, notOnOrAfter: identity.notOnOrAfter }, request },
     );
   } catch (err) {
     if (err instanceof SsoFailure) {
@@ -95,7 +96,7 @@ export const samlHttpRoutes: ModuleHttpRoute[] = [
     path: '/auth/sso/saml/acs',
     form: true,
     async handler(deps, req) {
-      return acs(deps, req.body);
+      return acs(deps, req.body, { requestId: req.requestId, ip: req.ip, userAgent: req.userAgent });
     },
   },
 ];

@@ -174,6 +174,13 @@ describe('SSO through OpenID Connect, end to end (docs/sso.md)', function () {
       );
       expect(created.data.object).to.deep.include({ id: user.id, email, role: 'admin' });
       expect(await auditActions(owner.organizationId)).to.include('auth.sso_user_created');
+      // The entry names the browser's request that came back from the IdP: its address and id.
+      const [entry] = await em.execute<{ ip: string | null; request_id: string | null }[]>(
+        `select ip, request_id from audit_logs where organization_id = ? and action = 'auth.sso_user_created'`,
+        [owner.organizationId],
+      );
+      expect(entry?.ip).to.equal('127.0.0.1');
+      expect(entry?.request_id).to.match(/^req_/);
 
       const token = await api('POST', '/auth/sso/token', { body: { code } });
       expect(token.status, token.text).to.equal(200);
