@@ -4,6 +4,7 @@ import { URI, type TOTP } from 'otpauth';
 import type { AppDeps } from '../../../server/kit/deps.js';
 import { createUser, type TestUser } from '../../support/factories.js';
 import { http } from '../../support/http.js';
+import { IDP_CERT } from '../../support/idp-certificate.js';
 import type { TestServer } from '../../support/server.js';
 import { waitFor } from '../../support/wait.js';
 import { createConnection } from '../vpn/vpn-helpers.js';
@@ -170,8 +171,13 @@ export async function populate(
     body: { payment_method: 'pm_card_visa' },
   });
   expect(pm.status, pm.text).to.equal(201);
-  const plan = await http(base, 'PUT', '/v1/billing/subscription', { token: t, body: { plan: 'pro' } });
+  // Enterprise, for single sign-on and SCIM (docs/sso.md).
+  const plan = await http(base, 'PUT', '/v1/billing/subscription', {
+    token: t,
+    body: { plan: 'enterprise' },
+  });
   expect(plan.status, plan.text).to.equal(200);
+  await populateSso(s, owner, member);
   return {
     admin,
     member,
@@ -180,4 +186,58 @@ export async function populate(
     recoveryCode: recovery_codes[0]!,
     connectionId,
   };
+}
+
+/**
+ * The organization's single sign-on and SCIM rows (docs/sso.md): a connection with a domain, a SCIM token and a user
+ * SCIM made, made through the API; a sign-in under way, a one-time code and a remembered SAML assertion, which only
+ * an identity provider's round trip makes, written directly.
+ */
+async function populateSso(s: TestServer, owner: TestUser, member: TestUser): Promise<void> {
+  const t = owner.token;
+  const organizationId = owner.organizationId;
+  const tag = organizationId.slice(-10).toLowerCase();
+  const sso = await http(s.baseUrl, 'PUT', '/v1/organization/sso', {
+    token: t,
+    body: {
+      protocol: 'saml',
+      idp_entity_id: 'https://idp.example.test/saml',
+      idp_sso_url: 'https://idp.example.test/sso',
+      idp_certificate: IDP_CERT,
+      domains: [`doomed-${tag}.example.test`],
+    },
+  });
+  expect(sso.status, sso.text).to.equal(200);
+  const scim = await http(s.baseUrl, 'POST', '/v1/organization/scim-token', { token: t, body: {} });
+  expect(scim.status, scim.text).to.equal(200);
+  const scimToken = scim.body.scim.token as string;
+  const provisioned = await http(s.baseUrl, 'POST', '/scim/v2/Users', {
+    token: scimToken,
+    body: {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+      userName: uniqueEmail('scim'),
+      name: { givenName: 'Scim', familyName: 'Made' },
+      externalId: `ext-${tag}`,
+      active: true,
+    },
+  });
+  expect(provisioned.status, provisioned.text).to.equal(201);
+  const em = s.deps.db.orm.em.fork();
+  const now = new Date();
+  const later = new Date(now.getTime() + 600_000);
+  const hash = (x: string) => createHash('sha256').update(x).digest('hex');
+  await em.execute(
+    `insert into sso_sign_ins (id, created_at, updated_at, organization_id, state_hash, protocol, request_id, expires_at)
+     values (?, ?, ?, ?, ?, 'saml', ?, ?)`,
+    [`ssi_${tag}`, now, now, organizationId, hash(`state-${tag}`), `_req-${tag}`, later],
+  );
+  await em.execute(
+    `insert into sso_codes (id, created_at, updated_at, user_id, organization_id, code_hash, expires_at)
+     values (?, ?, ?, ?, ?, ?, ?)`,
+    [`ssc_${tag}`, now, now, member.id, organizationId, hash(`code-${tag}`), later],
+  );
+  await em.execute(
+    `insert into sso_assertions (organization_id, assertion_id, expires_at, created_at) values (?, ?, ?, ?)`,
+    [organizationId, `_assertion-${tag}`, later, now],
+  );
 }
