@@ -97,6 +97,10 @@ function hintFor(error: PlatformApiError, context: ErrorContext): string | undef
         : 'check what you typed (password, code or token) and run the command again';
     case 'SSO_REQUIRED':
       return 'your organization signs you in through its identity provider: `cloud login --sso <email>`';
+    case 'TWO_FACTOR_REQUIRED':
+      return 'your organization requires two-factor sign-in: `cloud two-factor setup`, then `cloud two-factor enable --code <code>`';
+    case 'IP_NOT_ALLOWED':
+      return 'your organization does not accept requests from this address: use an allowed network, or ask the owner (`cloud organization security set --allow <cidr>`)';
     case 'FORBIDDEN':
       if (key) return apiKeyHint(error, key);
       return 'your role does not allow this: ask an owner or an admin of the organization (`cloud users list` shows them)';

@@ -4,6 +4,7 @@ import { credentialsFile, loadCredentials, removeCredentials } from '../credenti
 import { CliError, EXIT } from '../exit-codes.js';
 import { ask, fields } from '../output.js';
 import { registerOrganizationSso } from './sso.js';
+import { registerOrganizationSecurity } from './organization-security.js';
 
 type Organization = RouterOutputs['organization']['get']['organization'];
 
@@ -71,6 +72,7 @@ export default defineCommandGroup({
       });
 
     registerOrganizationSso(organization, cli);
+    registerOrganizationSecurity(organization, cli);
 
     documented(organization.command('scim-token'), {
       calls: ['ssoScimToken'],
