@@ -230,13 +230,12 @@ export interface SafeHttpClient {
   close(): void;
 }
 
-export function createSafeHttpClient(opts: SafeHttpOptions): SafeHttpClient {
-  const policy: AddressPolicy = { allowPrivate: opts.allowPrivate };
-  const resolver = opts.resolver ?? systemResolver;
-  const maxResponseBytes = opts.maxResponseBytes ?? 64 * 1024;
-
-  // Resolves, refuses if any address is not allowed, and hands the checked address to the socket.
-  const lookup: LookupFunction = (hostname, options, callback) => {
+/**
+ * A socket's `lookup` that resolves through `resolver`, refuses a name any of whose addresses `policy` does not
+ * allow, and hands the socket the address it checked (no second resolution between the check and the connect).
+ */
+export function guardedLookup(resolver: Resolver, policy: AddressPolicy): LookupFunction {
+  return (hostname, options, callback) => {
     const host = hostname.replace(/\.$/, '').toLowerCase();
     resolver(host).then(
       (addresses) => {
@@ -264,6 +263,14 @@ export function createSafeHttpClient(opts: SafeHttpOptions): SafeHttpClient {
       (err: unknown) => callback(err as NodeJS.ErrnoException, '', 4),
     );
   };
+}
+
+export function createSafeHttpClient(opts: SafeHttpOptions): SafeHttpClient {
+  const policy: AddressPolicy = { allowPrivate: opts.allowPrivate };
+  const resolver = opts.resolver ?? systemResolver;
+  const maxResponseBytes = opts.maxResponseBytes ?? 64 * 1024;
+
+  const lookup = guardedLookup(resolver, policy);
 
   const agentOptions = {
     keepAlive: true,

@@ -1,6 +1,5 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import * as oidc from 'openid-client';
 import { validation } from '../../lib/errors.js';
@@ -9,6 +8,7 @@ import {
   blockedAddressReason,
   BlockedAddressError,
   checkTargetUrl,
+  guardedLookup,
   systemResolver,
   type AddressPolicy,
 } from '../../lib/safe-http.js';
@@ -68,44 +68,12 @@ export interface OidcSignInChecks {
 
 // ---------- outbound requests ----------
 
-/** Resolves a name and refuses it when any of its addresses is not allowed; connects to the address checked. */
-function guardedLookup(policy: AddressPolicy): LookupFunction {
-  return (hostname, options, callback) => {
-    const host = hostname.replace(/\.$/, '').toLowerCase();
-    systemResolver(host).then(
-      (addresses) => {
-        if (addresses.length === 0) {
-          callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 4);
-          return;
-        }
-        for (const address of addresses) {
-          const reason = blockedAddressReason(address, policy);
-          if (reason) {
-            callback(new BlockedAddressError(`${hostname} resolves to a ${reason}`), '', 4);
-            return;
-          }
-        }
-        const family = (a: string) => (ipaddr.IPv6.isValid(a) ? 6 : 4);
-        if (options.all) {
-          callback(
-            null,
-            addresses.map((a) => ({ address: a, family: family(a) })),
-          );
-        } else {
-          callback(null, addresses[0]!, family(addresses[0]!));
-        }
-      },
-      (err: unknown) => callback(err as NodeJS.ErrnoException, '', 4),
-    );
-  };
-}
-
 /**
  * The fetch openid-client makes its requests with: the URL's literal address and every resolved address checked,
  * no redirect followed, the body read up to {@link MAX_RESPONSE_BYTES}, the whole exchange bounded in time.
  */
 function guardedFetch(policy: AddressPolicy, timeoutMs: number): oidc.CustomFetch {
-  const lookup = guardedLookup(policy);
+  const lookup = guardedLookup(systemResolver, policy);
   return (rawUrl, options) =>
     new Promise<Response>((resolve, reject) => {
       const url = new URL(rawUrl);
