@@ -6,6 +6,22 @@ import { parseDuration, parseDurationList } from './lib/time.js';
 import { databaseHostsText, parseDatabaseHosts, type DatabaseHost } from './lib/database-hosts.js';
 import { parseDnsServers } from './lib/dns.js';
 
+/**
+ * `item` as an origin (scheme, host and port, as browsers send in `Origin`; a trailing `/` is tolerated), or
+ * undefined when it is anything more or less than an http(s) origin.
+ */
+function bareOrigin(item: string): string | undefined {
+  try {
+    const url = new URL(item);
+    const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password;
+    return /^https?:$/.test(url.protocol) && bare && !/^[^/]*\/\/[^/]*\/./.test(item)
+      ? url.origin
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const bool = (name: string) =>
   z
     .string()
@@ -303,15 +319,7 @@ const ZEnv = z.object({
       if (s === '*') return '*' as const;
       const origins: string[] = [];
       for (const item of s.split(',').map((x) => x.trim())) {
-        let origin: string | undefined;
-        try {
-          const url = new URL(item);
-          // An origin only: scheme, host and port (a trailing `/` is tolerated), as browsers send in `Origin`.
-          const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password;
-          if (/^https?:$/.test(url.protocol) && bare && !/^[^/]*\/\/[^/]*\/./.test(item)) origin = url.origin;
-        } catch {
-          origin = undefined;
-        }
+        const origin = bareOrigin(item);
         if (!origin) {
           ctx.addIssue({
             code: 'custom',
@@ -334,15 +342,7 @@ const ZEnv = z.object({
         .split(',')
         .map((x) => x.trim())
         .filter((x) => x !== '')) {
-        let origin: string | undefined;
-        try {
-          const url = new URL(item);
-          // An origin only: scheme, host and port (a trailing `/` is tolerated).
-          const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password;
-          if (/^https?:$/.test(url.protocol) && bare && !/^[^/]*\/\/[^/]*\/./.test(item)) origin = url.origin;
-        } catch {
-          origin = undefined;
-        }
+        const origin = bareOrigin(item);
         if (!origin) {
           ctx.addIssue({
             code: 'custom',
